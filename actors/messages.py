@@ -1,0 +1,172 @@
+"""Every message that travels between the actors of a run, as one tagged msgspec union.
+
+Control messages (session start/end, interrupt, error) jump the queue; data messages keep order.
+Audio travels as PCM16 frames with a sequence number and a timestamp, and crosses a process
+boundary only in batches (``AudioBatch``), never one frame per call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+__all__ = [
+    "AgentPartial",
+    "AgentTurn",
+    "AudioBatch",
+    "AudioFrame",
+    "Dtmf",
+    "ErrorMsg",
+    "Handoff",
+    "Interrupt",
+    "Message",
+    "MetricMsg",
+    "RawResponse",
+    "SessionEnd",
+    "SessionStart",
+    "ToolCall",
+    "ToolResult",
+    "UserTurn",
+    "decode",
+    "encode",
+    "is_control",
+]
+
+
+class _Msg(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
+    control: ClassVar[bool] = False
+    at: float = 0.0
+    """Seconds since the run started (the run's clock)."""
+
+
+class SessionStart(_Msg, tag="session_start"):
+    control: ClassVar[bool] = True
+    run_id: str
+    session: str = ""
+
+
+class SessionEnd(_Msg, tag="session_end"):
+    control: ClassVar[bool] = True
+    reason: str = "done"
+    """done (the script or goal finished), agent (the agent ended it), max_turns, timeout, error."""
+
+
+class Interrupt(_Msg, tag="interrupt"):
+    control: ClassVar[bool] = True
+
+
+class ErrorMsg(_Msg, tag="error"):
+    control: ClassVar[bool] = True
+    message: str
+    kind: str = "agent"
+    retryable: bool = True
+
+
+class FileRef(msgspec.Struct, frozen=True, kw_only=True):
+    path: str | None = None
+    uri: str | None = None
+    name: str | None = None
+    mime: str | None = None
+
+
+class UserTurn(_Msg, tag="user_turn"):
+    text: str = ""
+    data: dict[str, Any] | None = None
+    files: list[FileRef] = msgspec.field(default_factory=list)
+    source: Literal["script", "simulator", "counterpart"] = "script"
+    reasoning: str | None = None
+
+
+class ToolCall(_Msg, tag="tool_call"):
+    name: str
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+    id: str | None = None
+
+
+class ToolResult(_Msg, tag="tool_result"):
+    name: str
+    result: Any = None
+    id: str | None = None
+
+
+class Handoff(_Msg, tag="handoff"):
+    to: str | None = None
+    summary: str | None = None
+
+
+class RawResponse(_Msg, tag="raw"):
+    body: Any = None
+    status: int | None = None
+
+
+class AgentPartial(_Msg, tag="agent_partial"):
+    text: str
+
+
+class AgentTurn(_Msg, tag="agent_turn"):
+    """The agent's whole turn; the last message a target emits for one user turn."""
+
+    text: str = ""
+    done: bool = False
+    """The agent ended the session."""
+    status: int | None = None
+    sent_at: float | None = None
+    first_byte_at: float | None = None
+    end_at: float | None = None
+
+
+class Dtmf(_Msg, tag="dtmf"):
+    digits: str
+    direction: Literal["sent", "received"] = "sent"
+
+
+class MetricMsg(_Msg, tag="metric"):
+    name: str
+    value: float
+
+
+class AudioFrame(_Msg, tag="audio_frame"):
+    seq: int
+    pcm: bytes
+    sample_rate: int = 16000
+    channel: Literal["caller", "agent"] = "caller"
+
+
+class AudioBatch(_Msg, tag="audio_batch"):
+    frames: list[AudioFrame]
+
+
+Message = (
+    SessionStart
+    | SessionEnd
+    | Interrupt
+    | ErrorMsg
+    | UserTurn
+    | ToolCall
+    | ToolResult
+    | Handoff
+    | RawResponse
+    | AgentPartial
+    | AgentTurn
+    | Dtmf
+    | MetricMsg
+    | AudioFrame
+    | AudioBatch
+)
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Message)
+
+
+def encode(msg: Message) -> bytes:
+    """Bytes for a message that crosses a process boundary."""
+    return _encoder.encode(msg)
+
+
+def decode(data: bytes) -> Message:
+    return _decoder.decode(data)
+
+
+def is_control(msg: Message) -> bool:
+    return type(msg).control

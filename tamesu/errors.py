@@ -1,0 +1,138 @@
+"""Every error tamesu raises, in one place.
+
+    TamesuError
+    ├── ConfigError          bad suite / tamesu.yaml: file, line, column, key path, hint (exit 2)
+    │   └── ConfigErrors     several ConfigErrors of one load, reported together
+    ├── UsageError           bad command line (exit 2)
+    ├── MissingExtraError    an optional part is not installed; names the extra or Debian package
+    ├── TemplateError        a {{name}} that is not available where it is used
+    ├── SecretError          a secret ref that cannot be resolved (never carries the value)
+    ├── TargetError          the agent misbehaved or was unreachable: an infrastructure error
+    ├── HookError            a hook failed: an infrastructure error for the run it guards
+    ├── ModelError           a model call failed after every retry and fallback
+    └── BudgetExceeded       the run's spend cap was reached (exit 4)
+
+A failed assertion is never an exception: it is an AssertionResult value in the run's result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "BudgetExceeded",
+    "ConfigError",
+    "ConfigErrors",
+    "HookError",
+    "MissingExtraError",
+    "ModelError",
+    "SecretError",
+    "TamesuError",
+    "TargetError",
+    "TemplateError",
+    "UsageError",
+]
+
+
+class TamesuError(Exception):
+    """Base of every error tamesu raises on purpose."""
+
+
+@dataclass
+class ConfigError(TamesuError):
+    """One problem in a configuration file, located precisely enough for an editor to jump to it."""
+
+    message: str
+    file: str = "<suite>"
+    line: int | None = None
+    column: int | None = None
+    path: str = ""
+    hint: str = ""
+
+    def __post_init__(self) -> None:
+        super().__init__(str(self))
+
+    def location(self) -> str:
+        if self.line is None:
+            return self.file
+        return f"{self.file}:{self.line}:{self.column or 1}"
+
+    def __str__(self) -> str:
+        where = self.location()
+        at = f" at {self.path}" if self.path else ""
+        hint = f" ({self.hint})" if self.hint else ""
+        return f"{where}: {self.message}{at}{hint}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "path": self.path,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+@dataclass
+class ConfigErrors(TamesuError):
+    """All the problems found in one load; nothing runs while there is any."""
+
+    errors: list[ConfigError] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
+class UsageError(TamesuError):
+    """The command line asked for something that cannot be done."""
+
+
+class MissingExtraError(TamesuError):
+    """An optional dependency is missing; the message says how to install it."""
+
+    def __init__(self, what: str, *, extra: str | None = None, debian: str | None = None) -> None:
+        how = []
+        if extra:
+            how.append(f"pip install 'tamesu[{extra}]'")
+        if debian:
+            how.append(f"apt-get install {debian}")
+        super().__init__(f"{what} is not installed: {' or '.join(how) or 'see tamesu doctor'}")
+        self.extra = extra
+        self.debian = debian
+
+
+class TemplateError(TamesuError):
+    """A template names something that is not available where it is rendered."""
+
+
+class SecretError(TamesuError):
+    """A secret could not be resolved; the message names the ref, never a value."""
+
+
+class TargetError(TamesuError):
+    """The agent could not be reached or answered in a way tamesu cannot read.
+
+    Always an infrastructure error for the run (outcome ``error``); ``retryable`` says whether the
+    scheduler's ``retries`` may try the run again.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True, kind: str = "agent") -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.kind = kind
+
+
+class HookError(TamesuError):
+    """A hook command or request failed."""
+
+
+class ModelError(TamesuError):
+    """A model call failed after every retry and every fallback model."""
+
+
+class BudgetExceeded(TamesuError):
+    """tamesu's own model spend reached a cap in budgets."""

@@ -1,0 +1,89 @@
+"""What the planner hands the scheduler (RunSpec) and what a run gives back (RunResult).
+
+A RunSpec is one run of one expanded test (a case, a language, one repeat). It holds the
+validated config models, so it can be shipped to a Ray worker as it is (pickle); a RunResult is a
+msgspec Struct because it is appended to the results file and sent across processes often.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+from tamesu.assertions.base import AssertionResult
+
+if TYPE_CHECKING:
+    from tamesu.config import Assertion, Models, Target, Test
+
+__all__ = ["NamedAssertion", "Outcome", "RunResult", "RunSpec"]
+
+Outcome = Literal["passed", "failed", "error", "quarantined"]
+
+
+@dataclass
+class NamedAssertion:
+    """An assertion with the name reports use: ``contains``, ``defaults/judge``, ``slo/llm_cost_usd``,
+    ``pack:tone/judge``; ``index`` keeps two of the same kind apart (``contains#2``)."""
+
+    name: str
+    item: Assertion
+
+
+@dataclass
+class RunSpec:
+    run_id: str
+    """Unique in the invocation: the test id plus the repeat (``refund policy [late] (es)#2``)."""
+    test_id: str
+    """The expanded test's name, unique in the suite: ``name [case] (language)``."""
+    test_name: str
+    suite: str
+    suite_path: str
+    suite_dir: str
+    target_name: str
+    target: Target
+    test: Test
+    assertions: list[NamedAssertion] = field(default_factory=list)
+    case: str | None = None
+    language: str | None = None
+    repeat_index: int = 0
+    repeats: int = 1
+    pass_threshold: float = 1.0
+    retries: int = 0
+    timeout: float = 180.0
+    seed: int | None = None
+    tags: list[str] = field(default_factory=list)
+    vars: dict[str, str] = field(default_factory=dict)
+    """project < suite < test < case."""
+    secrets: dict[str, str] = field(default_factory=dict)
+    """Secret refs by name (never values): project < suite."""
+    models: Models | None = None
+    quarantine: str | None = None
+    """The reason, while the test's quarantine is in force."""
+    counterpart_target: Target | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class RunResult(msgspec.Struct, kw_only=True):
+    run_id: str
+    test_id: str
+    test_name: str
+    suite: str
+    target: str
+    outcome: Outcome
+    assertions: list[AssertionResult] = msgspec.field(default_factory=list)
+    error: str | None = None
+    """What went wrong, for outcome error (already redacted)."""
+    error_kind: str | None = None
+    case: str | None = None
+    language: str | None = None
+    repeat_index: int = 0
+    attempt: int = 1
+    started_at: float = 0.0
+    duration: float = 0.0
+    tags: list[str] = msgspec.field(default_factory=list)
+    metrics: dict[str, float] = msgspec.field(default_factory=dict)
+    transcript_file: str | None = None
+    quarantine: str | None = None
+    turns: int = 0

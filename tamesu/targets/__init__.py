@@ -1,0 +1,9 @@
+"""Target adapters, one module per target type; loaded lazily by type name."""
+
+from __future__ import annotations
+
+from tamesu.targets.base import TargetAdapter, TargetContext, target, targets
+
+__all__ = ["TargetAdapter", "TargetContext", "target", "targets"]
+
+targets.add("rest", "tamesu.targets.rest:RestTarget")

@@ -1,0 +1,86 @@
+"""The shape every target adapter has, and the registry that maps a suite's ``type:`` to one.
+
+An adapter speaks the agent's wire protocol and translates it into run messages. It never
+decides pass or fail: it reports what the agent said and did, and raises ``TargetError`` when the
+agent cannot be reached or answers in a way that cannot be read.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tamesu.registry import Registry
+
+if TYPE_CHECKING:
+    import httpx
+
+    from tamesu.actors.messages import Message, UserTurn
+    from tamesu.clock import Clock
+    from tamesu.config.target import Target as TargetConfig
+    from tamesu.secrets import Redactor
+    from tamesu.templates import Scope
+
+__all__ = ["TargetAdapter", "TargetContext", "target", "targets"]
+
+
+@dataclass
+class TargetContext:
+    """What a run gives its target: names, templates, time, and shared clients."""
+
+    name: str
+    """The target's key in the suite."""
+    run_id: str
+    session: str
+    """The rendered session id ({{session}})."""
+    scope: Scope
+    """Template scope: vars, secrets, session.NAME captures, env; the adapter adds message, sent, cursor."""
+    clock: Clock
+    http: httpx.AsyncClient
+    """Shared HTTP client (aiohttp transport) with connection pooling."""
+    redactor: Redactor
+    turn_timeout: float = 60.0
+    suite_dir: str = "."
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class TargetAdapter(ABC):
+    """One conversation with one agent.
+
+    ``start`` connects (and makes ``session.open``); ``turn`` sends one user turn (or ``None`` to hear
+    an agent that speaks first) and yields the messages of the agent's answer, ending with exactly
+    one ``AgentTurn``; ``stop`` closes everything, also after errors.
+    """
+
+    type_name: ClassVar[str] = ""
+    agent_speaks_first: ClassVar[bool] = False
+
+    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+        self.config = config
+        self.ctx = ctx
+
+    async def start(self) -> None:
+        """Connect and open the session; the default needs nothing."""
+
+    @abstractmethod
+    def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
+        """Send one user turn and yield the agent's answer, ending with one AgentTurn."""
+
+    async def stop(self) -> None:
+        """Close connections; must not raise."""
+
+
+targets: Registry[type[TargetAdapter]] = Registry("target type")
+
+
+def target(name: str) -> Any:
+    """Class decorator: register an adapter for ``type: name``."""
+
+    def deco(cls: type[TargetAdapter]) -> type[TargetAdapter]:
+        cls.type_name = name
+        targets.add(name, cls)
+        return cls
+
+    return deco

@@ -1,0 +1,224 @@
+"""``${VAR}`` environment expansion and the ``{{name}}`` templates of a suite.
+
+One small renderer of our own: a template is a dotted name, nothing more. There is no expression
+language and nothing can execute code. A name that is not available where it is rendered is a
+``TemplateError``; ``template_names`` lets the validator find such names before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from tamesu.errors import TemplateError
+
+__all__ = [
+    "DYNAMIC_NAMES",
+    "NAMESPACES",
+    "Scope",
+    "expand_env",
+    "render",
+    "render_str",
+    "render_text",
+    "seed_faker",
+    "template_names",
+]
+
+_TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][\w\-]*(?:\.[\w\-]+)*)\s*\}\}")
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+NAMESPACES = (
+    "vars", "secrets", "env", "faker", "session", "captured", "args", "sent", "remote", "listen", "sip",
+)  # fmt: skip
+"""Names whose members are written ``{{ns.member}}``."""
+DYNAMIC_NAMES = ("uuid", "now")
+"""Names computed at each rendering."""
+
+
+def expand_env(text: str, env: Mapping[str, str] | None = None) -> str:
+    """Replace ``${VAR}`` and ``${VAR:-default}``; an unset VAR without default is an error."""
+    environ = os.environ if env is None else env
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        value = environ.get(name)
+        if value is None or (value == "" and default is not None):
+            if default is None:
+                raise TemplateError(f"environment variable {name} is not set (write ${{{name}:-default}})")
+            return default
+        return value
+
+    return _ENV.sub(sub, text)
+
+
+Resolver = Callable[[str], Any]
+
+
+class Scope:
+    """The names a template may use at one place of a run, layered parent -> child.
+
+    Values are stored under dotted names (``session``, ``session.token``, ``vars.days``); a namespace
+    may instead be served by a resolver (``secrets`` resolves and registers a secret on first use,
+    ``faker`` generates a value, ``env`` reads the environment).
+    """
+
+    def __init__(
+        self,
+        values: Mapping[str, Any] | None = None,
+        *,
+        parent: Scope | None = None,
+        resolvers: Mapping[str, Resolver] | None = None,
+    ) -> None:
+        self._values: dict[str, Any] = {}
+        self._resolvers: dict[str, Resolver] = dict(resolvers or {})
+        self.parent = parent
+        for key, value in (values or {}).items():
+            self.set(key, value)
+
+    def child(self, values: Mapping[str, Any] | None = None) -> Scope:
+        return Scope(values, parent=self)
+
+    def set(self, name: str, value: Any) -> None:
+        """Set ``name``; a mapping value under a namespace name sets each member (``vars`` -> ``vars.x``)."""
+        if isinstance(value, Mapping) and name in NAMESPACES:
+            for key, member in value.items():
+                self._values[f"{name}.{key}"] = member
+        else:
+            self._values[name] = value
+
+    def add_resolver(self, namespace: str, resolver: Resolver) -> None:
+        self._resolvers[namespace] = resolver
+
+    def _find(self, name: str) -> tuple[bool, Any]:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope._values:
+                return True, scope._values[name]
+            ns, dot, member = name.partition(".")
+            if dot and ns in scope._resolvers:
+                return True, scope._resolvers[ns](member)
+            scope = scope.parent
+        return False, None
+
+    def lookup(self, name: str) -> Any:
+        if name == "uuid":
+            return str(uuid.uuid4())
+        if name == "now":
+            return datetime.now(timezone.utc).isoformat(timespec="seconds")
+        found, value = self._find(name)
+        if found:
+            return value() if callable(value) else value
+        ns, dot, member = name.partition(".")
+        if ns == "env" and dot:
+            if member in os.environ:
+                return os.environ[member]
+            raise TemplateError(f"{{{{{name}}}}}: environment variable {member} is not set")
+        if ns == "faker" and dot:
+            return _fake(member)
+        raise TemplateError(f"{{{{{name}}}}} is not available here{_suggest(name, self.names())}")
+
+    def has(self, name: str) -> bool:
+        return name in DYNAMIC_NAMES or self._find(name)[0]
+
+    def names(self) -> set[str]:
+        out: set[str] = set(DYNAMIC_NAMES)
+        scope: Scope | None = self
+        while scope is not None:
+            out.update(scope._values)
+            out.update(f"{ns}.*" for ns in scope._resolvers)
+            scope = scope.parent
+        return out
+
+    def flat(self) -> dict[str, Any]:
+        """Every stored value, children winning (for reports and debugging; secrets are not stored)."""
+        chain: list[Scope] = []
+        scope: Scope | None = self
+        while scope is not None:
+            chain.append(scope)
+            scope = scope.parent
+        out: dict[str, Any] = {}
+        for s in reversed(chain):
+            out.update(s._values)
+        return out
+
+
+def _suggest(name: str, names: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, [n for n in names if not n.endswith("*")], n=1)
+    return f"; did you mean {{{{{close[0]}}}}}?" if close else ""
+
+
+_faker: Any = None
+
+
+def _fake(member: str) -> str:
+    global _faker
+    if _faker is None:
+        from faker import Faker
+
+        _faker = Faker()
+    provider = getattr(_faker, member, None)
+    if provider is None or not callable(provider) or member.startswith("_"):
+        raise TemplateError(f"{{{{faker.{member}}}}}: faker has no generator named {member}")
+    return str(provider())
+
+
+def seed_faker(seed: int) -> None:
+    """Make ``{{faker.*}}`` values repeatable for a seeded run."""
+    _fake("name")
+    _faker.seed_instance(seed)
+
+
+def render_str(text: str, scope: Scope) -> Any:
+    """Render one string. A string that is exactly one template keeps the value's own type."""
+    if "{{" not in text:
+        return text
+    whole = _TEMPLATE.fullmatch(text.strip())
+    if whole and text.strip() == text:
+        return scope.lookup(whole.group(1))
+
+    def sub(m: re.Match[str]) -> str:
+        value = scope.lookup(m.group(1))
+        if isinstance(value, (dict, list)):
+            import json
+
+            return json.dumps(value)
+        return "" if value is None else str(value)
+
+    return _TEMPLATE.sub(sub, text)
+
+
+def render(template: Any, scope: Scope) -> Any:
+    """Render every string inside ``template`` (a string, or nested dicts and lists)."""
+    if isinstance(template, str):
+        return render_str(template, scope)
+    if isinstance(template, Mapping):
+        return {k: render(v, scope) for k, v in template.items()}
+    if isinstance(template, (list, tuple)):
+        return [render(v, scope) for v in template]
+    return template
+
+
+def render_text(template: Any, scope: Scope) -> str:
+    """Render and always return a string (headers, URLs, commands)."""
+    value = render(template, scope)
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def template_names(template: Any) -> list[str]:
+    """Every ``{{name}}`` used inside ``template``, in order, for validate-time checks."""
+    out: list[str] = []
+    if isinstance(template, str):
+        out.extend(m.group(1) for m in _TEMPLATE.finditer(template))
+    elif isinstance(template, Mapping):
+        for v in template.values():
+            out.extend(template_names(v))
+    elif isinstance(template, (list, tuple)):
+        for v in template:
+            out.extend(template_names(v))
+    return out

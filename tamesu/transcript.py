@@ -1,0 +1,102 @@
+"""The Transcript: everything that happened in one run, and the one thing assertions read.
+
+Every target fills the same structure, so an assertion works the same on a REST agent, a model
+prompt or a phone call. Times are seconds since the run started.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = ["AudioSegment", "HandoffInfo", "ToolCallRecord", "Transcript", "Turn"]
+
+
+class ToolCallRecord(msgspec.Struct, kw_only=True):
+    name: str
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+    id: str | None = None
+    result: Any = None
+    """What the agent got back, when tamesu saw it (model / realtime / pipecat targets)."""
+
+
+class HandoffInfo(msgspec.Struct, kw_only=True):
+    turn: int
+    """The 1-based agent turn on which the agent handed off."""
+    to: str | None = None
+    summary: str | None = None
+
+
+class AudioSegment(msgspec.Struct, kw_only=True):
+    start: float
+    end: float
+    channel: Literal["caller", "agent"]
+    text: str | None = None
+
+
+class Turn(msgspec.Struct, kw_only=True):
+    role: Literal["user", "agent"]
+    text: str = ""
+    index: int = 0
+    """1-based among the turns of the same role."""
+    source: str | None = None
+    """user turns: script, simulator or counterpart."""
+    reasoning: str | None = None
+    """user turns played by a model: why it said this."""
+    data: dict[str, Any] | None = None
+    tool_calls: list[ToolCallRecord] = msgspec.field(default_factory=list)
+    raw: list[Any] = msgspec.field(default_factory=list)
+    """The agent's raw responses for this turn (JSON bodies, websocket messages, events)."""
+    status: int | None = None
+    sent_at: float | None = None
+    first_byte_at: float | None = None
+    first_audio_at: float | None = None
+    end_at: float | None = None
+    dtmf: str | None = None
+    audio: list[AudioSegment] = msgspec.field(default_factory=list)
+
+    @property
+    def latency_ms(self) -> float | None:
+        """From the user's message being sent to the agent's first byte (or its end)."""
+        if self.sent_at is None:
+            return None
+        first = self.first_audio_at or self.first_byte_at or self.end_at
+        return None if first is None else (first - self.sent_at) * 1000.0
+
+
+class Transcript(msgspec.Struct, kw_only=True):
+    run_id: str = ""
+    test: str = ""
+    target: str = ""
+    session: str = ""
+    turns: list[Turn] = msgspec.field(default_factory=list)
+    captures: dict[str, str] = msgspec.field(default_factory=dict)
+    handoff: HandoffInfo | None = None
+    dtmf_received: str = ""
+    end_reason: str | None = None
+    """done, agent, max_turns, timeout, error; sip adds caller, no_answer, busy."""
+    started_at: float = 0.0
+    """Wall-clock time (epoch seconds) of the run's start; the other times are relative to it."""
+    duration: float = 0.0
+    metrics: dict[str, float] = msgspec.field(default_factory=dict)
+    events: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+    def agent_turns(self) -> list[Turn]:
+        return [t for t in self.turns if t.role == "agent"]
+
+    def user_turns(self) -> list[Turn]:
+        return [t for t in self.turns if t.role == "user"]
+
+    def tool_calls(self) -> list[ToolCallRecord]:
+        return [c for t in self.turns for c in t.tool_calls]
+
+    def agent_text(self) -> str:
+        return "\n".join(t.text for t in self.agent_turns())
+
+    def to_json(self) -> bytes:
+        return msgspec.json.encode(self)
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Transcript:
+        return msgspec.json.decode(data, type=cls)
