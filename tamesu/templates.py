@@ -7,6 +7,7 @@ language and nothing can execute code. A name that is not available where it is 
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import uuid
@@ -124,8 +125,8 @@ class Scope:
     def has(self, name: str) -> bool:
         return name in DYNAMIC_NAMES or self._find(name)[0]
 
-    def names(self) -> set[str]:
-        out: set[str] = set(DYNAMIC_NAMES)
+    def names(self) -> builtins.set[str]:
+        out: builtins.set[str] = builtins.set(DYNAMIC_NAMES)
         scope: Scope | None = self
         while scope is not None:
             out.update(scope._values)

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tamesu.errors import SecretError
+from tamesu.secrets import Redactor, SecretStore, secret_backend
+
+pytestmark = pytest.mark.unit
+
+
+def test_env_file_exec_refs_resolve_and_register(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOK", "env-secret-1")
+    (tmp_path / "key.txt").write_text("file-secret-2\n")
+    red = Redactor()
+    store = SecretStore(
+        {"A": "env:TOK", "B": "file:key.txt", "C": "exec:printf 'exec-secret-3\\nmore'"},
+        redactor=red,
+        base_dir=tmp_path,
+    )
+    assert [store.get(n) for n in "ABC"] == ["env-secret-1", "file-secret-2", "exec-secret-3"]
+    assert red.redact("x env-secret-1 file-secret-2 exec-secret-3") == "x *** *** ***"
+
+
+def test_errors_never_carry_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MISSING_TOKEN", raising=False)
+    store = SecretStore(
+        {"A": "env:MISSING_TOKEN", "B": "vault:x", "C": "exec:exit 3"}, redactor=Redactor(), base_dir=tmp_path
+    )
+    with pytest.raises(SecretError, match="MISSING_TOKEN is not set"):
+        store.get("A")
+    with pytest.raises(SecretError, match="unknown ref 'vault'"):
+        store.get("B")
+    with pytest.raises(SecretError, match="exited 3"):
+        store.get("C")
+    with pytest.raises(SecretError, match="not declared"):
+        store.get("D")
+
+
+def test_ref_expands_vars_then_env(tmp_path: Path) -> None:
+    (tmp_path / "prod.txt").write_text("p-secret")
+    store = SecretStore({"A": "file:${stage}.txt"}, redactor=Redactor(), base_dir=tmp_path, vars={"stage": "prod"})
+    assert store.get("A") == "p-secret"
+
+
+def test_plugin_backend() -> None:
+    @secret_backend("test-mem")
+    def mem(key: str, base: Path) -> str:
+        return {"k": "from-plugin"}[key]
+
+    assert SecretStore({"X": "test-mem:k"}, redactor=Redactor()).get("X") == "from-plugin"
+
+
+def test_redactor_nested_longest_first_and_short_values_ignored() -> None:
+    red = Redactor()
+    red.add("abc")  # too short to redact safely
+    red.add("secret")
+    red.add("secret-long")
+    assert red.redact("secret-long secret abc") == "*** *** abc"
+    assert red.redact_obj({"h": ["Bearer secret"], "secret": 1}) == {"h": ["Bearer ***"], "***": 1}
