@@ -20,6 +20,8 @@ from tamesu.registry import Registry
 if TYPE_CHECKING:
     import httpx
 
+    from tamesu.models.router import ModelRouter
+    from tamesu.models.usage import UsageLedger
     from tamesu.templates import Scope
     from tamesu.transcript import Transcript
 
@@ -67,6 +69,10 @@ class AssertionContext:
     http: httpx.AsyncClient | None = None
     update_golden: bool = False
     target_type: str = ""
+    models: ModelRouter | None = None
+    """The invocation's model router, for judges, embeddings and evaluators (None: no model configured)."""
+    ledger: UsageLedger | None = None
+    """The run's own usage, so judge calls count towards llm_cost_usd of this run."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -86,7 +92,9 @@ def custom_assertion(name: str) -> Callable[[Evaluator], Evaluator]:
     return custom_assertions.register(name)
 
 
-async def evaluate(kind: str, spec: Any, ctx: AssertionContext, *, name: str | None = None) -> AssertionResult:
+async def evaluate(
+    kind: str, spec: Any, ctx: AssertionContext, *, name: str | None = None
+) -> AssertionResult:
     """Run one evaluator, sync or async, and never let it raise."""
     try:
         result = assertions.get(kind)(spec, ctx)

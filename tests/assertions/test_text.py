@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import pytest
+
+from .builders import convo
+from .conftest import Check
+
+pytestmark = pytest.mark.unit
+
+REFUND = convo(
+    "user: Can I return shoes after 40 days?",
+    "agent: Our return   window is\n30 Days from delivery.",
+    "user: And a refund?",
+    "agent: Refunds go back to the original card within five days.",
+)
+
+
+async def test_contains_ignores_case_and_whitespace(check: Check) -> None:
+    result = await check({"contains": "return window is 30 days"}, REFUND)
+    assert result.passed and result.kind == "contains" and result.name == "contains"
+
+
+async def test_contains_failure_shows_the_closest_turn(check: Check) -> None:
+    result = await check({"contains": "refunds go back to the gift card"}, REFUND)
+    assert not result.passed and not result.error
+    assert result.actual.startswith("turn 2: Refunds go back")
+    assert "closest is turn 2" in result.message
+
+
+async def test_contains_with_no_agent_turn_fails(check: Check) -> None:
+    result = await check({"contains": "hello"}, convo("user: hi"))
+    assert not result.passed and "no agent turn" in result.message
+
+
+async def test_not_contains_names_the_turn_and_a_snippet(check: Check) -> None:
+    result = await check({"not_contains": "ORIGINAL card"}, REFUND)
+    assert not result.passed
+    assert result.actual.startswith("turn 2: ")
+    assert "original card" in result.actual
+
+
+async def test_not_contains_passes(check: Check) -> None:
+    assert (await check({"not_contains": "90 days"}, REFUND)).passed
+
+
+async def test_regex_is_case_sensitive_unless_flagged(check: Check) -> None:
+    assert not (await check({"regex": "30 days"}, REFUND)).passed
+    result = await check({"regex": r"(?i)30\s+days"}, REFUND)
+    assert result.passed and result.actual == "30 Days"
+
+
+async def test_regex_failure_shows_the_transcript(check: Check) -> None:
+    result = await check({"regex": r"\bORD-\d+"}, REFUND)
+    assert not result.passed and "Refunds go back" in result.actual
+
+
+async def test_not_regex(check: Check) -> None:
+    ok = await check({"not_regex": r"\b\d{16}\b"}, REFUND)
+    assert ok.passed
+    bad = await check({"not_regex": r"five \w+"}, REFUND)
+    assert not bad.passed and bad.actual.startswith("turn 2:") and "five days" in bad.actual
+
+
+async def test_bad_regex_is_an_evaluation_error(check: Check) -> None:
+    result = await check({"regex": "(unclosed"}, REFUND)
+    assert result.error and "bad regular expression" in result.message
+
+
+async def test_single_turn_transcript_as_on_turn_gives_it(check: Check) -> None:
+    last = convo("agent: Goodbye and thanks!")
+    assert (await check({"contains": "goodbye", "on_turn": "last"}, last)).passed
+    assert not (await check({"contains": "return window", "on_turn": "last"}, last)).passed
