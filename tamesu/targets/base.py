@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from tamesu.actors.messages import Message, UserTurn
     from tamesu.clock import Clock
     from tamesu.config.target import Target as TargetConfig
+    from tamesu.models.router import ModelRouter
+    from tamesu.models.usage import UsageLedger
     from tamesu.secrets import Redactor
     from tamesu.templates import Scope
 
@@ -43,6 +45,12 @@ class TargetContext:
     redactor: Redactor
     turn_timeout: float = 60.0
     suite_dir: str = "."
+    models: ModelRouter | None = None
+    """The invocation's model router (the model target, counterpart judges); None when none is configured."""
+    ledger: UsageLedger | None = None
+    """The run's own model usage."""
+    fuzz: dict[str, Any] = field(default_factory=dict)
+    """The test's fuzz_tools by tool name (model / realtime / pipecat targets)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -61,14 +69,14 @@ class TargetAdapter(ABC):
         self.config = config
         self.ctx = ctx
 
-    async def start(self) -> None:
+    async def start(self) -> None:  # noqa: B027  (optional hook)
         """Connect and open the session; the default needs nothing."""
 
     @abstractmethod
     def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         """Send one user turn and yield the agent's answer, ending with one AgentTurn."""
 
-    async def stop(self) -> None:
+    async def stop(self) -> None:  # noqa: B027  (optional hook)
         """Close connections; must not raise."""
 
 
