@@ -1,0 +1,158 @@
+"""One test of a suite -> the tests it stands for: one per case and per language.
+
+A parameterised test becomes several tests with names of their own (``refund [late] (es)``), so
+reports, ``--filter`` and run history treat each case and language as a test in its own right.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tamesu.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tamesu.config import Test
+
+__all__ = ["CaseRow", "ExpandedTest", "expand_test", "expanded_id", "read_cases_file"]
+
+
+@dataclass
+class ExpandedTest:
+    test_id: str
+    """``name``, ``name [case]``, ``name (lang)`` or ``name [case] (lang)``; unique in the suite."""
+    test: Test
+    case: str | None = None
+    language: str | None = None
+    vars: dict[str, str] = field(default_factory=dict)
+    """The test's vars overridden by the case's."""
+
+
+@dataclass
+class CaseRow:
+    name: str | None
+    vars: dict[str, str]
+
+
+def expanded_id(name: str, case: str | None = None, language: str | None = None) -> str:
+    """The test id reports and ``--filter`` use."""
+    out = name
+    if case is not None:
+        out += f" [{case}]"
+    if language is not None:
+        out += f" ({language})"
+    return out
+
+
+def expand_test(test: Test, suite_dir: Path | str) -> list[ExpandedTest]:
+    """Every case x language of ``test``; the test itself when it has neither."""
+    base_vars = {k: str(v) for k, v in (test.vars or {}).items()}
+    rows = [CaseRow(c.name, {k: str(v) for k, v in (c.vars or {}).items()}) for c in test.cases or []]
+    if test.cases_file:
+        rows.extend(read_cases_file(Path(suite_dir) / test.cases_file))
+    cases: list[tuple[str | None, dict[str, str]]] = [(None, {})]
+    if rows:
+        cases = [(row.name or f"case {i}", row.vars) for i, row in enumerate(rows, start=1)]
+        _no_duplicates([c[0] or "" for c in cases], "case", test.name)
+    languages: list[str | None] = list(test.languages or []) or [None]
+    _no_duplicates([lang or "" for lang in languages], "language", test.name)
+    return [
+        ExpandedTest(
+            test_id=expanded_id(test.name, case, language),
+            test=test,
+            case=case,
+            language=language,
+            vars={**base_vars, **case_vars},
+        )
+        for case, case_vars in cases
+        for language in languages
+    ]
+
+
+def _no_duplicates(names: list[str], what: str, test: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ConfigError(
+                f"test {test!r} has two {what}s named {name!r}",
+                path=f"tests.{test}",
+                hint=f"give every {what} a different name",
+            )
+        seen.add(name)
+
+
+def read_cases_file(path: Path) -> list[CaseRow]:
+    """Cases from a CSV (header row; a ``name`` column names the case) or a JSON array of objects."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"cannot read cases_file: {exc.strerror or exc}", file=str(path)) from None
+    except UnicodeDecodeError:
+        raise ConfigError("cases_file is not UTF-8 text", file=str(path)) from None
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _read_csv(text, path)
+    if suffix == ".json":
+        return _read_json(text, path)
+    raise ConfigError("cases_file must be a .csv or a .json file", file=str(path))
+
+
+def _read_csv(text: str, path: Path) -> list[CaseRow]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[tuple[int, list[str]]] = []
+    try:
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                rows.append((reader.line_num, row))
+    except csv.Error as exc:
+        raise ConfigError(f"malformed CSV: {exc}", file=str(path), line=reader.line_num) from None
+    if not rows:
+        raise ConfigError("the CSV has no header row", file=str(path))
+    header_line, header_row = rows[0]
+    header = [h.strip() for h in header_row]
+    if any(not h for h in header):
+        raise ConfigError("the CSV header has an empty column name", file=str(path), line=header_line)
+    if len(set(header)) != len(header):
+        raise ConfigError("the CSV header names a column twice", file=str(path), line=header_line)
+    out: list[CaseRow] = []
+    for line, row in rows[1:]:
+        if len(row) != len(header):
+            raise ConfigError(
+                f"the row has {len(row)} cells and the header {len(header)}", file=str(path), line=line
+            )
+        values = dict(zip(header, row))
+        name = values.pop("name", "").strip()
+        out.append(CaseRow(name or None, values))
+    return out
+
+
+def _read_json(text: str, path: Path) -> list[CaseRow]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"malformed JSON: {exc.msg}", file=str(path), line=exc.lineno, column=exc.colno
+        ) from None
+    if not isinstance(data, list):
+        raise ConfigError("a JSON cases_file must be an array of objects", file=str(path))
+    out: list[CaseRow] = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise ConfigError("every case must be an object", file=str(path), path=f"[{i}]")
+        values = {str(k): _stringify(v) for k, v in item.items()}
+        name = values.pop("name", None)
+        out.append(CaseRow(name or None, values))
+    return out
+
+
+def _stringify(value: Any) -> str:
+    """Vars are strings: JSON scalars as a suite would write them, structures as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,211 @@
+"""A loaded suite -> the list of runs to make (cases x languages x repeats), with every default,
+var, tag and assertion of each run settled.
+
+Planning is pure: it reads the validated config and the cases files and touches nothing else, so
+``tamesu run --dry-run`` (and the tests) can show exactly what would run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import date
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tamesu.durations import parse_duration
+from tamesu.errors import ConfigError
+from tamesu.packs import expand_packs
+from tamesu.runner.expand import expand_test
+from tamesu.runner.spec import NamedAssertion, RunSpec
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tamesu.config import Assertion, Defaults, Project, Quarantine, Suite, Target, Test
+
+__all__ = [
+    "matches_filter",
+    "name_assertions",
+    "plan",
+    "quarantine_reason",
+    "red_team_tests",
+    "selected",
+]
+
+
+class _Loaded(Protocol):
+    suite: Suite
+    path: Path
+    dir: Path
+    project: Project | None
+    project_dir: Path | None
+
+
+def plan(
+    loaded: _Loaded,
+    *,
+    tags: Iterable[str] = (),
+    exclude_tags: Iterable[str] = (),
+    filter: str | None = None,
+    today: date | None = None,
+    repeat_override: int | None = None,
+) -> list[RunSpec]:
+    """Every run of the suite, in suite order; a test's repeats follow one another."""
+    from tamesu.config import effective_defaults, effective_models, effective_secrets, effective_vars
+
+    suite, project = loaded.suite, loaded.project
+    file = str(getattr(loaded, "file", "") or loaded.path)
+    today = today or date.today()
+    base_vars = {k: str(v) for k, v in effective_vars(project, suite).items()}
+    secrets = dict(effective_secrets(project, suite))
+    models = effective_models(project, suite)
+    shared = _shared_assertions(effective_defaults(project, suite), suite, file)
+    keep, drop = set(tags), set(exclude_tags)
+
+    out: list[RunSpec] = []
+    seen: set[str] = set()
+    for test in [*suite.tests, *red_team_tests(suite)]:
+        expansions = expand_test(test, loaded.dir)
+        for expanded in expansions:
+            if expanded.test_id in seen:
+                raise ConfigError(
+                    f"two tests are both named {expanded.test_id!r}",
+                    file=file,
+                    path="tests",
+                    hint="test names (with their cases and languages) must be unique",
+                )
+            seen.add(expanded.test_id)
+        test_tags = _unique([*(suite.tags or []), *(test.tags or [])])
+        if not selected(test_tags, tags=keep, exclude_tags=drop):
+            continue
+        target = _target(suite, test.target, file, f"tests.{test.name}.target")
+        counterpart = None
+        if test.counterpart is not None:
+            counterpart = _target(
+                suite, test.counterpart.target, file, f"tests.{test.name}.counterpart.target"
+            )
+        own = name_assertions(test.assert_ or [], suite_packs=suite.packs, file=file)
+        assertions = _numbered([*own, *shared])
+        defaults = effective_defaults(project, suite, test)
+        repeats = repeat_override or defaults.repeat
+        template = RunSpec(
+            run_id="",
+            test_id="",
+            test_name=test.name,
+            suite=suite.suite,
+            suite_path=str(loaded.path),
+            suite_dir=str(loaded.dir),
+            target_name=test.target,
+            target=target,
+            test=test,
+            repeats=repeats,
+            pass_threshold=defaults.pass_threshold,
+            retries=defaults.retries,
+            timeout=parse_duration(defaults.timeout),
+            seed=test.seed,
+            models=models,
+            quarantine=quarantine_reason(test.quarantine, today),
+            counterpart_target=counterpart,
+        )
+        for expanded in expansions:
+            if filter and not matches_filter(expanded.test_id, filter):
+                continue
+            out.extend(
+                replace(
+                    template,
+                    run_id=f"{expanded.test_id}#{i + 1}" if repeats > 1 else expanded.test_id,
+                    test_id=expanded.test_id,
+                    case=expanded.case,
+                    language=expanded.language,
+                    repeat_index=i,
+                    vars={**base_vars, **expanded.vars},
+                    assertions=list(assertions),
+                    tags=list(test_tags),
+                    secrets=dict(secrets),
+                )
+                for i in range(repeats)
+            )
+    return out
+
+
+def red_team_tests(suite: Suite) -> list[Test]:
+    """The adversarial tests ``red_team:`` adds to the suite: one per attack of its playbooks.
+
+    Playbooks plug in here (tamesu.redteam); until they exist a suite's red_team adds no test.
+    """
+    return []
+
+
+def selected(test_tags: Iterable[str], *, tags: Iterable[str] = (), exclude_tags: Iterable[str] = ()) -> bool:
+    """``--tags`` keeps a test carrying any of them; ``--exclude-tags`` drops one carrying any."""
+    have, keep, drop = set(test_tags), set(tags), set(exclude_tags)
+    if keep and not have & keep:
+        return False
+    return not have & drop
+
+
+def matches_filter(test_id: str, pattern: str) -> bool:
+    """``--filter``: a case-insensitive substring, or a glob when it has a ``*`` (only ``*`` is special,
+    so the brackets of ``refund [late]`` match themselves)."""
+    if "*" not in pattern:
+        return pattern.casefold() in test_id.casefold()
+    regex = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.fullmatch(regex, test_id, re.IGNORECASE | re.DOTALL) is not None
+
+
+def quarantine_reason(quarantine: Quarantine | None, today: date) -> str | None:
+    """The reason while the quarantine is in force: no ``until``, or ``until`` not yet past."""
+    if quarantine is None:
+        return None
+    until = quarantine.until
+    if until is None:
+        return quarantine.reason
+    last = until if isinstance(until, date) else date.fromisoformat(str(until))
+    return quarantine.reason if today <= last else None
+
+
+def name_assertions(
+    items: Sequence[Assertion], *, prefix: str = "", suite_packs: Any = None, file: str = "<suite>"
+) -> list[NamedAssertion]:
+    """Expand packs in place and name each assertion the way reports show it: ``contains``,
+    ``pack:pii_leakage/not_regex``, with ``prefix`` (``defaults/``) in front. Unnumbered."""
+    return [
+        NamedAssertion(f"{prefix}{'' if p.pack is None else f'pack:{p.pack}/'}{p.item.kind}", p.item)
+        for p in expand_packs(items, suite_packs=suite_packs, file=file)
+    ]
+
+
+def _numbered(items: list[NamedAssertion]) -> list[NamedAssertion]:
+    """The second assertion with a name becomes ``name#2``, the third ``name#3``."""
+    counts: dict[str, int] = {}
+    out = []
+    for named in items:
+        n = counts[named.name] = counts.get(named.name, 0) + 1
+        out.append(named if n == 1 else NamedAssertion(f"{named.name}#{n}", named.item))
+    return out
+
+
+def _shared_assertions(defaults: Defaults, suite: Suite, file: str) -> list[NamedAssertion]:
+    """``defaults.assert`` (``defaults/<kind>``) and one ``metric`` per ``defaults.slo`` entry (``slo/<metric>``)."""
+    from tamesu.config import Assertion
+
+    out = name_assertions(defaults.assert_ or [], prefix="defaults/", suite_packs=suite.packs, file=file)
+    for metric, limit in (defaults.slo or {}).items():
+        item = Assertion.model_validate({"metric": {"name": metric, "lte": limit}})
+        out.append(NamedAssertion(f"slo/{metric}", item))
+    return out
+
+
+def _target(suite: Suite, name: str, file: str, path: str) -> Target:
+    try:
+        return suite.targets[name]
+    except KeyError:
+        known = ", ".join(sorted(suite.targets))
+        raise ConfigError(
+            f"no target named {name!r}", file=file, path=path, hint=f"targets: {known}"
+        ) from None
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
