@@ -1,0 +1,478 @@
+"""Building blocks shared by the configuration models: the strict base, value types, short forms,
+and the HTTP request objects that hooks, triggers and rest targets share.
+
+Everything here is cheap to import: pydantic only. Constraints are written as pydantic constraints
+(ge/le/pattern/Literal) so they are checked in Rust and also show up in the JSON Schema; a Python
+validator is used only where no constraint can say it (durations, dates, exactly-one rules).
+
+The model modules deliberately do without ``from __future__ import annotations``: with it pydantic
+must evaluate some 400 string annotations on every import, a sizeable share of ``tamesu validate``.
+Every model also defers building its validator to its first use, so the whole tree is built once,
+inside ``Suite``'s, instead of once per class.
+"""
+
+import datetime as _dt
+from collections.abc import Iterable
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
+
+from tamesu.durations import parse_duration
+
+__all__ = [
+    "DATE_PATTERN",
+    "DTMF_PATTERN",
+    "DURATION_PATTERN",
+    "ConfigModel",
+    "DateStr",
+    "Duration",
+    "F",
+    "Fraction",
+    "HTTPTrigger",
+    "HandshakeStep",
+    "Hook",
+    "Hooks",
+    "HttpMethod",
+    "HttpStatus",
+    "PositiveInt",
+    "RESTListen",
+    "RESTOpen",
+    "RESTPoll",
+    "RESTRequest",
+    "RESTResponse",
+    "RESTSession",
+    "ShortForm",
+    "StrMap",
+    "exactly_one",
+    "one_of_schema",
+    "set_keys",
+]
+
+DTMF_PATTERN = r"^([0-9A-Da-d*#wW,]|\{\{[^{}]+\}\})+$"
+"""Keypad digits (0-9, A-D, *, #, w and , for pauses) or {{templates}} that render to them."""
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+DURATION_PATTERN = r"^\s*(\d+(\.\d+)?|(\d+(\.\d+)?\s*(ms|h|m|s)\s*)+)$"
+
+
+def _duration(value: Any) -> Any:
+    """Keep durations as the strings users wrote, but refuse what parse_duration would refuse."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str):
+        try:
+            parse_duration(value)
+        except ValueError as exc:
+            raise PydanticCustomError("duration", "{error}", {"error": str(exc)}) from None
+    return value
+
+
+def _date(value: Any) -> Any:
+    """A YYYY-MM-DD string that names a real day; a date object (YAML 1.1) is turned back into one."""
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            _dt.date.fromisoformat(value)
+        except ValueError:
+            raise PydanticCustomError(
+                "date", "not a date: '{value}' (write it as YYYY-MM-DD)", {"value": value}
+            ) from None
+    return value
+
+
+Duration = Annotated[
+    str,
+    BeforeValidator(_duration),
+    WithJsonSchema(
+        {"anyOf": [{"type": "string", "pattern": DURATION_PATTERN}, {"type": "number", "minimum": 0}]}
+    ),
+]
+"""A duration as written in the suite (30s, 3m, 1h30m, 500ms; a bare number is seconds), kept as a
+string; tamesu.durations.parse_duration reads it."""
+
+DateStr = Annotated[
+    str,
+    BeforeValidator(_date),
+    Field(pattern=DATE_PATTERN),
+    WithJsonSchema({"type": "string", "pattern": DATE_PATTERN}),
+]
+"""A YYYY-MM-DD day, kept as a string."""
+
+Fraction = Annotated[float, Field(ge=0, le=1)]
+PositiveInt = Annotated[int, Field(ge=1)]
+HttpStatus = Annotated[int, Field(ge=100, le=599)]
+HttpMethod = Annotated[str, Field(pattern=r"^[A-Za-z]+$")]
+StrMap = dict[str, str]
+
+
+def F(description: str, *examples: Any, **kwargs: Any) -> Any:
+    """A field with its description and the reference's example, which the JSON Schema carries."""
+    if examples:
+        kwargs["examples"] = list(examples)
+    return Field(description=description, **kwargs)
+
+
+class ConfigModel(BaseModel):
+    """Base of every suite and tamesu.yaml object: unknown keys are errors, YAML keys are aliases."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        strict=True,
+        serialize_by_alias=True,
+        defer_build=True,
+    )
+
+    def set_keys(self) -> set[str]:
+        """The YAML keys the user wrote (aliases, not Python names)."""
+        return set_keys(self)
+
+
+def set_keys(model: BaseModel) -> set[str]:
+    """The YAML keys (aliases) set on ``model``, for rules about which keys were written."""
+    fields = type(model).model_fields
+    return {fields[n].alias or n for n in model.model_fields_set if n in fields}
+
+
+def exactly_one(
+    data: Any, keys: Iterable[str], what: str, *, at_least: bool = False, allowed: Iterable[str] = ()
+) -> None:
+    """Raise when a mapping holds not exactly one (or, with at_least, none) of ``keys``.
+
+    Called from ``mode="before"`` validators on the raw mapping. When the mapping holds none of
+    them but some key this model does not know, nothing is raised, so the unknown-key error (with
+    its did-you-mean hint) is the one reported.
+    """
+    if not isinstance(data, dict):
+        return
+    keys = tuple(keys)
+    present = [k for k in keys if k in data]
+    if len(present) == 1 or (at_least and present):
+        return
+    if not present and any(k not in keys and k not in allowed for k in data):
+        return
+    names = ", ".join(keys)
+    if not present:
+        raise PydanticCustomError(
+            "missing_one_of", "{what} needs one of: {names}", {"what": what, "names": names}
+        )
+    raise PydanticCustomError(
+        "more_than_one_of",
+        "{what} takes exactly one of: {names} (found {found})",
+        {"what": what, "names": names, "found": ", ".join(present)},
+    )
+
+
+def one_of_schema(keys: Iterable[str]) -> dict[str, Any]:
+    """JSON Schema: exactly one of ``keys`` is present."""
+    return {"oneOf": [{"required": [k]} for k in keys]}
+
+
+def _short_form_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
+    """Rewrite a model's schema in place as ``anyOf: [short form, object form]``."""
+    short = getattr(cls, "__short_schema__", None)
+    if short is None:
+        return
+    obj = {**schema, **getattr(cls, "__object_schema__", {})}
+    schema.clear()
+    for key in ("title", "description"):
+        if key in obj:
+            schema[key] = obj.pop(key)
+    schema["anyOf"] = [dict(short), obj]
+
+
+class ShortForm(ConfigModel):
+    """An object that may also be written as one scalar; the scalar becomes ``__short_field__``.
+
+    Consumers always read the object form; the JSON Schema shows both (anyOf).
+    """
+
+    model_config = ConfigDict(json_schema_extra=_short_form_schema)
+
+    __short_field__: ClassVar[str] = ""
+    __short_types__: ClassVar[tuple[type, ...]] = (str,)
+    __short_schema__: ClassVar[dict[str, Any] | None] = None
+    __object_schema__: ClassVar[dict[str, Any]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_short(cls, data: Any) -> Any:
+        if isinstance(data, cls.__short_types__) and cls.__short_field__:
+            return cls._expand_short(data)
+        return data
+
+    @classmethod
+    def _expand_short(cls, value: Any) -> dict[str, Any]:
+        return {cls.__short_field__: value}
+
+
+class HTTPTrigger(ConfigModel):
+    """An HTTP request tamesu makes: a hook, or the request that makes an inbound agent call."""
+
+    url: str = F("Where the request goes; templates render in it.", "{{vars.admin_url}}/test/reset")
+    method: HttpMethod = F("The HTTP method.", "POST", default="POST")
+    body: Any = F(
+        "What is sent: a string as it is, anything else encoded as JSON; templates render in it.",
+        {"suite": "{{env.TAMESU_SUITE}}"},
+        default=None,
+    )
+    headers: StrMap | None = F(
+        "Headers of the request; templates render in them.",
+        {"Authorization": "Bearer {{secrets.ADMIN_TOKEN}}"},
+        default=None,
+    )
+
+
+class Hook(ConfigModel):
+    """One setup or teardown step: a shell command or an HTTP request."""
+
+    model_config = ConfigDict(json_schema_extra=one_of_schema(("command", "http")))
+
+    command: str | None = F("A shell command, run with sh -c.", "./scripts/seed.sh", default=None)
+    http: HTTPTrigger | None = F(
+        "An HTTP request; an answer of 400 or above makes the hook fail.",
+        {"url": "https://admin.example.com/reset", "method": "POST"},
+        default=None,
+    )
+    timeout: Duration = F("The longest the hook may run.", "30s", default="60s")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_action(cls, data: Any) -> Any:
+        exactly_one(data, ("command", "http"), "a hook", allowed=("timeout",))
+        return data
+
+
+class Hooks(ConfigModel):
+    """Setup and teardown around a suite and around each of its runs."""
+
+    before_all: list[Hook] = F(
+        "Run once, before the first test starts.", [{"command": "./scripts/seed.sh"}], default_factory=list
+    )
+    after_all: list[Hook] = F(
+        "Run once, after the last test has finished.",
+        [{"command": "./scripts/teardown.sh", "timeout": "2m"}],
+        default_factory=list,
+    )
+    before_each: list[Hook] = F(
+        "Run before every run of every test; if one fails, that run ends as an infrastructure error.",
+        [{"http": {"url": "{{vars.admin_url}}/reset", "method": "POST"}}],
+        default_factory=list,
+    )
+    after_each: list[Hook] = F(
+        "Run after every run; a failure is logged and leaves the run's outcome as it was.",
+        [{"command": "./scripts/cleanup.sh $TAMESU_SESSION"}],
+        default_factory=list,
+    )
+
+
+class HandshakeStep(ConfigModel):
+    """One exchange right after a websocket connects: send a message, optionally wait for the answer."""
+
+    send: Any = F(
+        "The message to send; for socket.io a mapping with event and data.",
+        {"event": "session.create", "data": {}},
+        default=None,
+    )
+    wait: str | None = F(
+        "A JSONPath that must be truthy on some received message before going on.",
+        "$[?(@.event=='session.created')].event",
+        default=None,
+    )
+    capture: StrMap | None = F(
+        "Values to keep from the awaited message, by name, as JSONPaths; they render as {{session.NAME}}.",
+        {"session_key": "$[?(@.event=='session.created')].data.sessionKey"},
+        default=None,
+    )
+    timeout: Duration | None = F(
+        "The longest to wait for the message; the turn timeout when unset.", "10s", default=None
+    )
+
+
+class RESTRequest(ConfigModel):
+    """How a user turn is sent to a rest target."""
+
+    body: Any = F(
+        "The body template; {{message}} is the user's turn and {{session}} the session id.",
+        {"session_id": "{{session}}", "message": "{{message}}"},
+        default=None,
+    )
+    open: Any = F(
+        "streaming websocket: a message sent once, right after connecting.",
+        {"type": "open", "session_id": "{{session}}"},
+        default=None,
+    )
+    capture: StrMap | None = F(
+        "With response.poll: values to keep from the answer to the sent request, by name (JSONPaths); "
+        "they render as {{sent.NAME}} in that turn's polls.",
+        {"ts": "$.ts"},
+        default=None,
+    )
+    handshake: list[HandshakeStep] | None = F(
+        "streaming websocket: exchanges made once after connecting (after open); each may wait for a "
+        "message and keep values from it as {{session.NAME}}.",
+        [
+            {
+                "send": {
+                    "event": "client.start",
+                    "data": {
+                        "userID": "{{session}}",
+                        "projectID": "{{vars.project_id}}",
+                        "authorization": "{{secrets.VF_KEY}}",
+                    },
+                },
+                "wait": "$[?(@.event=='client.started')].event",
+            }
+        ],
+        default=None,
+    )
+
+
+class RESTPoll(ConfigModel):
+    """An endpoint polled for the agent's answer after each turn (a chat channel's history)."""
+
+    url: str = F(
+        "What to poll; {{session.NAME}}, {{sent.NAME}} and {{cursor}} render in it.",
+        "https://slack.com/api/conversations.replies?channel={{vars.channel}}&ts={{sent.ts}}",
+    )
+    method: HttpMethod = F("The HTTP method.", "GET", default="GET")
+    headers: StrMap | None = F(
+        "Request headers; templates render in them.",
+        {"Authorization": "Bearer {{secrets.SLACK_USER_TOKEN}}"},
+        default=None,
+    )
+    body: Any = F(
+        "The body template; nothing is sent when unset.", {"conversation": "{{session.id}}"}, default=None
+    )
+    interval: Duration = F("Pause between two polls.", "1s", default="500ms")
+    timeout: Duration = F("How long to wait for an answer before the turn fails.", "30s", default="60s")
+    idle: Duration | None = F(
+        "After the first answer, keep polling until nothing new arrives for this long (agents that "
+        "answer in several messages); unset ends the turn at the first answer.",
+        "3s",
+        default=None,
+    )
+    cursor: str | None = F(
+        "A JSONPath into each poll answer whose value becomes {{cursor}} in the next poll; with it answers "
+        "add up, without it each poll replaces the previous one.",
+        "$.watermark",
+        default=None,
+    )
+
+
+class RESTListen(ConfigModel):
+    """A local API the agent calls to answer (a bot replying through its platform's send endpoint)."""
+
+    addr: str | None = F(
+        "host:port to listen on; a free 127.0.0.1 port when unset. Its URL renders as {{listen.url}}.",
+        "127.0.0.1:8089",
+        default=None,
+    )
+    path: str | None = F(
+        "Which requests carry the agent's replies: an optional method, then a path with * wildcards; a "
+        "trailing / matches a prefix. Every request when unset; the others are answered but not read.",
+        "POST /bot*/sendMessage",
+        default=None,
+    )
+    session: str | None = F(
+        "A JSONPath to the session id in the incoming payload, to route requests when tests run in "
+        "parallel; the oldest open session when unset.",
+        "$.chat_id",
+        default=None,
+    )
+    reply: Any = F(
+        "The JSON answered to the agent's requests; templates render in it.",
+        {"ok": True, "result": {"message_id": 1}},
+        default_factory=lambda: {"ok": True},
+    )
+    status: HttpStatus = F("The status answered.", 200, default=200)
+    timeout: Duration = F(
+        "Time allowed for the agent's call to arrive; the turn fails after it.", "30s", default="60s"
+    )
+    idle: Duration | None = F(
+        "After the first reply, keep listening until nothing new arrives for this long; unset ends the "
+        "turn at the first request with content.",
+        "1s",
+        default=None,
+    )
+
+
+class RESTResponse(ConfigModel):
+    """How the agent's turn is read from a rest target's answers (JSONPaths)."""
+
+    text: str | None = F("Where the reply text sits in the answer (a JSONPath).", "$.reply", default=None)
+    tool_calls: str | None = F(
+        "JSONPath of the names of the tools the agent called.", "$.tool_calls[*]", default=None
+    )
+    done: str | None = F("JSONPath of a boolean that ends the conversation.", "$.end_session", default=None)
+    turn_done: str | None = F(
+        "streaming websocket: JSONPath of a boolean that ends the turn; without it, silence does.",
+        "$.done",
+        default=None,
+    )
+    idle: Duration | None = F(
+        "streaming websocket: the silence that ends a turn when no message marks its end (2s when unset).",
+        "2s",
+        default=None,
+    )
+    join: str | None = F(
+        "Plain JSON: what goes between several text matches of one reply; nothing when unset.",
+        "\n",
+        default=None,
+    )
+    poll: RESTPoll | None = F(
+        "The answer arrives elsewhere: poll this endpoint after each turn and read text, tool_calls and "
+        "done from what it returns.",
+        {
+            "url": "{{vars.api}}/conversations/{{session.id}}/activities?watermark={{cursor}}",
+            "cursor": "$.watermark",
+        },
+        default=None,
+    )
+    listen: RESTListen | None = F(
+        "The answer arrives as a call to an API: serve it locally and read text, tool_calls and done from "
+        "the agent's requests.",
+        {"addr": "127.0.0.1:8089", "path": "POST /bot*/sendMessage", "session": "$.chat_id"},
+        default=None,
+    )
+
+    @model_validator(mode="after")
+    def _poll_or_listen(self) -> "RESTResponse":
+        if self.poll is not None and self.listen is not None:
+            raise PydanticCustomError("poll_and_listen", "response takes poll or listen, not both")
+        return self
+
+
+class RESTOpen(ConfigModel):
+    """A request made once as a session starts (create a conversation, mint a token)."""
+
+    url: str = F(
+        "Where the request goes; templates render in it.",
+        "https://directline.botframework.com/v3/directline/conversations",
+    )
+    method: HttpMethod = F("The HTTP method.", "POST", default="POST")
+    headers: StrMap | None = F(
+        "Request headers; templates render in them.",
+        {"Authorization": "Bearer {{secrets.DIRECT_LINE_SECRET}}"},
+        default=None,
+    )
+    body: Any = F(
+        "The body template; nothing is sent when unset.", {"user": {"id": "{{session}}"}}, default=None
+    )
+    capture: StrMap | None = F(
+        "Values to keep from the JSON answer, by name (JSONPaths); each renders as {{session.NAME}}.",
+        {"id": "$.conversationId", "token": "$.token"},
+        default=None,
+    )
+
+
+class RESTSession(ConfigModel):
+    """The session id, and an optional request that opens the session before the first turn."""
+
+    id: str = F("Template of the session id ({{session}}).", "{{uuid}}", default="{{uuid}}")
+    open: RESTOpen | None = F(
+        "A request made once when the session starts; its captures render as {{session.NAME}} everywhere after.",
+        {"url": "{{vars.api}}/conversations", "capture": {"id": "$.conversationId", "token": "$.token"}},
+        default=None,
+    )
