@@ -7,3 +7,4 @@ from tamesu.targets.base import TargetAdapter, TargetContext, target, targets
 __all__ = ["TargetAdapter", "TargetContext", "target", "targets"]
 
 targets.add("rest", "tamesu.targets.rest:RestTarget")
+targets.add("model", "tamesu.targets.model:ModelTarget")

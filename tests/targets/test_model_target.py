@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tamesu.actors.messages import RawResponse, ToolCall, ToolResult
 
+from tamesu.actors.messages import RawResponse, ToolCall, ToolResult
 from tamesu.clock import VirtualClock
 from tamesu.config import Models
 from tamesu.config.target import Target

@@ -1,0 +1,90 @@
+"""JSONPath as suites write it: a thin, cached layer over python-jsonpath.
+
+Suites use the classic Goessner forms (``$.reply``, ``$.tool_calls[*]``, filters such as
+``$[?(@.type=='transcript' && @.role=='assistant')].transcript``); python-jsonpath accepts them.
+Typographic quotes pasted from documents are normalised, compiled paths are cached, and a bad
+path is a ``JSONPathError`` that quotes the path.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from tamesu.errors import TamesuError
+
+__all__ = ["JSONPathError", "compile_path", "find", "find_in_message", "first", "truthy", "validate"]
+
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"'})
+
+
+class JSONPathError(TamesuError, ValueError):
+    """A JSONPath that cannot be compiled."""
+
+
+def _normalise(path: str) -> str:
+    text = path.strip().translate(_QUOTES)
+    if not text.startswith("$"):
+        # ``reply`` and ``.reply`` are read as ``$.reply``: a common slip that has one meaning.
+        text = "$" + (text if text.startswith((".", "[")) else "." + text)
+    return text
+
+
+@lru_cache(maxsize=2048)
+def compile_path(path: str) -> Any:
+    """The compiled path (cached); raises JSONPathError naming the path when it is malformed."""
+    import jsonpath
+
+    try:
+        return jsonpath.compile(_normalise(path))
+    except jsonpath.JSONPathError as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise JSONPathError(f"bad JSONPath {path!r}: {first_line}") from None
+
+
+def validate(path: str) -> None:
+    """Raise JSONPathError when ``path`` does not compile (for validate-time checks)."""
+    compile_path(path)
+
+
+def find(path: str, data: Any) -> list[Any]:
+    """Every value ``path`` selects in ``data``, in document order."""
+    compiled = compile_path(path)
+    try:
+        return list(compiled.findall(data))
+    except Exception as exc:
+        import jsonpath
+
+        if isinstance(exc, jsonpath.JSONPathError):
+            raise JSONPathError(f"JSONPath {path!r} failed: {str(exc).splitlines()[0]}") from None
+        raise
+
+
+def first(path: str, data: Any, default: Any = None) -> Any:
+    """The first value ``path`` selects in ``data``, or ``default``."""
+    for value in find(path, data):
+        return value
+    return default
+
+
+def find_in_message(path: str, message: Any) -> list[Any]:
+    """Matches in one streamed message: against ``[message]`` first, then the message itself.
+
+    Filters such as ``$[?(@.event=='started')].event`` select the message from a one-element
+    list, while plain paths such as ``$.reply`` read it directly; both forms work everywhere.
+    """
+    found = find(path, [message])
+    return found if found else find(path, message)
+
+
+def truthy(values: list[Any]) -> bool:
+    """Whether any selected value counts as set: present and not false, null, empty or "false"."""
+    for value in values:
+        if value is None or value is False or value == "" or value == [] or value == {}:
+            continue
+        if isinstance(value, (int, float)) and value == 0:
+            continue
+        if isinstance(value, str) and value.strip().lower() in ("false", "0", "no"):
+            continue
+        return True
+    return False

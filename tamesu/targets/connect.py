@@ -1,0 +1,267 @@
+"""Reaching the agent: connect retries as the suite's ``connect:`` says, and ``session.open``.
+
+Only what can get better by waiting is retried: a refused connection and a 5xx answer (and 408 /
+429). Any other answer is the agent's real answer and goes back to the caller. After the last
+attempt the ``TargetError`` says what happened and where, with secrets redacted.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from tamesu.durations import parse_duration
+from tamesu.errors import TargetError
+from tamesu.http import describe_http_error, is_connect_error, is_timeout
+
+if TYPE_CHECKING:
+    import httpx
+
+    from tamesu.config.target import ConnectConfig, RESTOpen
+    from tamesu.targets.base import TargetContext
+
+__all__ = [
+    "RETRY_STATUSES",
+    "ConnectPolicy",
+    "HttpCall",
+    "Retry",
+    "fmt_seconds",
+    "open_session",
+    "render_call",
+    "request",
+    "retrying",
+    "snippet",
+    "stream",
+]
+
+RETRY_STATUSES = frozenset({408, 429})
+"""4xx answers that are retried like 5xx."""
+
+T = TypeVar("T")
+
+
+def fmt_seconds(seconds: float) -> str:
+    """60 -> "60s", 0.5 -> "500ms", 1.5 -> "1.5s" (error messages speak the suite's units)."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    return f"{seconds:g}s"
+
+
+def snippet(text: str, limit: int = 200) -> str:
+    """The first ``limit`` characters of a body, on one line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+@dataclass(frozen=True)
+class ConnectPolicy:
+    """attempts / backoff / max_backoff, in seconds; attempts=1 retries nothing."""
+
+    attempts: int = 3
+    backoff: float = 0.5
+    max_backoff: float = 5.0
+
+    @classmethod
+    def from_config(cls, config: ConnectConfig | None) -> ConnectPolicy:
+        if config is None:
+            return cls()
+        return cls(
+            attempts=max(1, int(getattr(config, "attempts", 3) or 1)),
+            backoff=parse_duration(getattr(config, "backoff", None) or "500ms"),
+            max_backoff=parse_duration(getattr(config, "max_backoff", None) or "5s"),
+        )
+
+    def delay(self, attempt: int) -> float:
+        """The wait after failed attempt ``attempt`` (1-based): doubling, capped, with ±20% jitter."""
+        base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+        return min(self.max_backoff, base * random.uniform(0.8, 1.2))
+
+
+class Retry(Exception):
+    """Raised inside an attempt to ask for another one.
+
+    The final error reads ``{what} after N attempts: {detail}`` (detail: the start of a body).
+    """
+
+    def __init__(self, what: str, detail: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        self.detail = detail
+
+
+async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[[], Awaitable[T]]) -> T:
+    """Run ``attempt`` until it returns; it raises ``Retry`` for failures worth another try."""
+    last = Retry("no attempt made")
+    for n in range(1, policy.attempts + 1):
+        try:
+            return await attempt()
+        except Retry as exc:
+            last = exc
+        if n < policy.attempts:
+            await ctx.clock.sleep(policy.delay(n))
+    tries = "attempt" if policy.attempts == 1 else "attempts"
+    detail = f": {last.detail}" if last.detail else ""
+    raise TargetError(
+        ctx.redactor.redact(f"{last.what} after {policy.attempts} {tries}{detail}"), retryable=True
+    )
+
+
+@dataclass
+class HttpCall:
+    """One HTTP request of a target, already rendered."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: Any = None
+    """A str is sent as is, bytes as is, anything else (not None) as JSON."""
+
+    def kwargs(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"headers": self.headers}
+        if isinstance(self.body, (str, bytes)):
+            out["content"] = self.body.encode() if isinstance(self.body, str) else self.body
+        elif self.body is not None:
+            out["json"] = self.body
+        return out
+
+
+def _transport_failure(exc: Exception, call: HttpCall, timeout: float) -> Exception:
+    if is_timeout(exc) and not is_connect_error(exc):
+        return TargetError(f"no answer within {fmt_seconds(timeout)} from {call.url}", retryable=True)
+    what = describe_http_error(exc, call.url)
+    return Retry(what) if is_connect_error(exc) else TargetError(what, retryable=True)
+
+
+def _retryable_status(status: int) -> bool:
+    return status >= 500 or status in RETRY_STATUSES
+
+
+async def request(
+    ctx: TargetContext, policy: ConnectPolicy, call: HttpCall, *, timeout: float | None = None
+) -> httpx.Response:
+    """Send ``call`` (body read in full) with connect retries; any non-retryable answer is returned."""
+    import asyncio
+
+    import httpx
+
+    limit = ctx.turn_timeout if timeout is None else timeout
+
+    async def attempt() -> httpx.Response:
+        try:
+            resp = await asyncio.wait_for(
+                ctx.http.request(call.method, call.url, **call.kwargs()), timeout=limit
+            )
+        except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
+            raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
+        if _retryable_status(resp.status_code):
+            raise Retry(f"agent answered {resp.status_code}", snippet(resp.text))
+        return resp
+
+    return await retrying(ctx, policy, attempt)
+
+
+@asynccontextmanager
+async def stream(
+    ctx: TargetContext, policy: ConnectPolicy, call: HttpCall, *, timeout: float | None = None
+) -> AsyncIterator[httpx.Response]:
+    """Like ``request`` but the body is left unread, for server-sent events."""
+    import asyncio
+
+    import httpx
+
+    limit = ctx.turn_timeout if timeout is None else timeout
+
+    async def attempt() -> httpx.Response:
+        req = ctx.http.build_request(call.method, call.url, **call.kwargs())
+        try:
+            resp = await asyncio.wait_for(ctx.http.send(req, stream=True), timeout=limit)
+        except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
+            raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
+        if _retryable_status(resp.status_code):
+            try:
+                body = (await asyncio.wait_for(resp.aread(), timeout=limit)).decode("utf-8", "replace")
+            except Exception:
+                body = ""
+            await resp.aclose()
+            raise Retry(f"agent answered {resp.status_code}", snippet(body))
+        return resp
+
+    resp = await retrying(ctx, policy, attempt)
+    try:
+        yield resp
+    finally:
+        await resp.aclose()
+
+
+def _redacted(ctx: TargetContext, exc: Exception) -> Exception:
+    if isinstance(exc, TargetError):
+        return TargetError(ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
+    return exc
+
+
+def render_call(
+    ctx: TargetContext,
+    scope: Any,
+    *,
+    url: str,
+    method: str | None,
+    headers: dict[str, str] | None,
+    body: Any,
+    default_method: str = "POST",
+) -> HttpCall:
+    """Render url, headers and body templates into an ``HttpCall``."""
+    from tamesu.templates import render, render_text
+
+    return HttpCall(
+        method=(method or default_method).upper(),
+        url=render_text(url, scope),
+        headers={str(k): render_text(v, scope) for k, v in (headers or {}).items()},
+        body=render(body, scope) if body is not None else None,
+    )
+
+
+async def open_session(ctx: TargetContext, config: RESTOpen, policy: ConnectPolicy) -> dict[str, Any]:
+    """Make ``session.open`` and set each capture as ``session.NAME`` in ``ctx.scope``.
+
+    Any target type may call this before it connects; a 4xx answer or a missing capture is a
+    TargetError, since nothing after it could work.
+    """
+    import json
+
+    call = render_call(
+        ctx, ctx.scope, url=config.url, method=config.method, headers=config.headers, body=config.body
+    )
+    resp = await request(ctx, policy, call)
+    if resp.status_code >= 400:
+        raise TargetError(
+            ctx.redactor.redact(
+                f"session.open answered {resp.status_code} at {call.url}: {snippet(resp.text)}"
+            ),
+            retryable=False,
+        )
+    captured: dict[str, Any] = {}
+    if not config.capture:
+        return captured
+    try:
+        data = resp.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        kind = resp.headers.get("content-type", "no content type")
+        raise TargetError(
+            ctx.redactor.redact(f"session.open answered non-JSON ({kind}): {snippet(resp.text)}"),
+            retryable=False,
+        ) from None
+    from tamesu.jsonpath import find
+
+    for name, path in config.capture.items():
+        found = find(path, data)
+        if not found:
+            raise TargetError(
+                ctx.redactor.redact(f"session.open answer has nothing at {path} (capture {name})"),
+                retryable=False,
+            )
+        captured[name] = found[0]
+        ctx.scope.set(f"session.{name}", found[0])
+    return captured

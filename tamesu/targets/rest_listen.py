@@ -1,0 +1,249 @@
+"""``response.listen``: the agent answers by calling an API, so tamesu serves that API.
+
+One aiohttp server per address and event loop is shared by every session of the process that
+uses it; ``{{listen.url}}`` tells the agent where to call. Each request is answered with the
+session's ``reply`` and ``status``; requests that match ``path`` are read as the agent's reply by
+the session ``session`` (a JSONPath to the session id in the payload) routes them to, or by the
+oldest open session that does not route by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tamesu.actors.messages import Message, RawResponse, UserTurn
+from tamesu.durations import parse_duration
+from tamesu.errors import TamesuError, TargetError
+from tamesu.jsonpath import first
+from tamesu.targets.connect import fmt_seconds, request
+from tamesu.targets.rest_read import decode_text
+from tamesu.templates import render
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from tamesu.config.target import RESTListen
+    from tamesu.targets.rest import RestTarget
+    from tamesu.templates import Scope
+
+__all__ = ["ListenSession", "Listener", "PathFilter"]
+
+DEFAULT_ADDR = "127.0.0.1:0"
+
+
+@dataclass
+class Incoming:
+    method: str
+    path: str
+    payload: Any
+    at: float
+
+
+class PathFilter:
+    """``[METHOD] /path/with/*`` wildcards; a trailing ``/`` matches every path under it."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.method: str | None = None
+        self.regex: re.Pattern[str] | None = None
+        if not spec:
+            return
+        parts = spec.split(None, 1)
+        if len(parts) == 2:
+            self.method, path = parts[0].upper(), parts[1].strip()
+        elif parts[0].startswith("/"):
+            path = parts[0]
+        else:
+            self.method, path = parts[0].upper(), "/"
+        pattern = ".*".join(re.escape(piece) for piece in path.split("*"))
+        self.regex = re.compile(pattern + (".*" if path.endswith("/") else ""))
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.method is not None and method.upper() != self.method:
+            return False
+        return self.regex is None or self.regex.fullmatch(path) is not None
+
+
+def _split_addr(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    if not host:
+        host, port = addr or "127.0.0.1", "0"
+    return host.strip("[]") or "127.0.0.1", int(port or 0)
+
+
+class Listener:
+    """One local server; sessions register and unregister, the last one out stops it."""
+
+    _all: dict[tuple[int, str], Listener] = {}
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+        self.sessions: list[ListenSession] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def shared(cls, addr: str) -> Listener:
+        key = (id(asyncio.get_running_loop()), addr)
+        if key not in cls._all:
+            cls._all[key] = cls(addr)
+        return cls._all[key]
+
+    async def add(self, session: ListenSession) -> None:
+        async with self._lock:
+            if self._runner is None:
+                await self._start()
+            self.sessions.append(session)
+
+    async def remove(self, session: ListenSession) -> None:
+        async with self._lock:
+            if session in self.sessions:
+                self.sessions.remove(session)
+            if not self.sessions and self._runner is not None:
+                runner, self._runner = self._runner, None
+                self._all.pop((id(asyncio.get_running_loop()), self.addr), None)
+                await runner.cleanup()
+
+    async def _start(self) -> None:
+        from aiohttp import web
+
+        host, port = _split_addr(self.addr)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise TargetError(
+                f"cannot listen on {self.addr}: {exc.strerror or exc}", retryable=False
+            ) from None
+        bound_host, bound_port = runner.addresses[0][:2]
+        shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::", "") else bound_host
+        shown = f"[{shown}]" if ":" in shown else shown
+        self.url = f"http://{shown}:{bound_port}"
+        self._runner = runner
+
+    def route(self, method: str, path: str, payload: Any) -> ListenSession | None:
+        """The session by id when a session routes by id; else the oldest one that does not."""
+        for s in self.sessions:
+            if s.route_path and s.owns(payload):
+                return s
+        fallback = [s for s in self.sessions if not s.route_path]
+        wanted = [s for s in fallback if s.filter.matches(method, path)]
+        chosen = wanted or fallback
+        return chosen[0] if chosen else None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
+        payload = await _read_payload(request)
+        session = self.route(request.method, request.path, payload)
+        if session is None:
+            return web.json_response({"ok": True})
+        if session.filter.matches(request.method, request.path):
+            session.queue.put_nowait(
+                Incoming(request.method, request.path, payload, session.t.ctx.clock.now())
+            )
+        try:
+            reply = render(session.config.reply, session.t.ctx.scope.child({"request": payload}))
+        except TamesuError as exc:
+            return web.Response(status=500, text=session.t.ctx.redactor.redact(str(exc)))
+        if isinstance(reply, str):
+            return web.Response(status=session.config.status, text=reply)
+        return web.json_response(reply, status=session.config.status)
+
+
+async def _read_payload(request: web.Request) -> Any:
+    if request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        form = await request.post()
+        return {k: v if isinstance(v, str) else getattr(v, "filename", None) for k, v in form.items()}
+    raw = await request.text()
+    if raw.strip():
+        return decode_text(raw)[0]
+    return dict(request.query) if request.query else None
+
+
+class ListenSession:
+    """One run's registration with a shared listener, and its turns."""
+
+    def __init__(self, t: RestTarget, config: RESTListen) -> None:
+        self.t = t
+        self.config = config
+        self.filter = PathFilter(config.path)
+        self.route_path = config.session
+        self.queue: asyncio.Queue[Incoming] = asyncio.Queue()
+        self.listener: Listener | None = None
+
+    @classmethod
+    async def open(cls, t: RestTarget, config: RESTListen) -> ListenSession:
+        session = cls(t, config)
+        session.listener = Listener.shared(config.addr or DEFAULT_ADDR)
+        await session.listener.add(session)
+        return session
+
+    @property
+    def url(self) -> str:
+        return self.listener.url if self.listener is not None else ""
+
+    def owns(self, payload: Any) -> bool:
+        value = first(self.route_path, payload) if self.route_path else None
+        if value is None:
+            return False
+        flat = self.t.ctx.scope.flat()
+        ids = {self.t.ctx.session} | {str(v) for k, v in flat.items() if k.startswith("session.")}
+        return str(value) in ids
+
+    async def turn(self, user: UserTurn | None, scope: Scope) -> AsyncGenerator[Message, None]:
+        t, clock = self.t, self.t.ctx.clock
+        builder = t.builder(sent_at=None, join="\n")
+        status: int | None = None
+        if user is not None:
+            while not self.queue.empty():
+                stale = self.queue.get_nowait()
+                yield RawResponse(body=stale.payload, at=stale.at)
+            call = t.turn_call(scope)
+            builder.sent_at = clock.now()
+            resp = await request(t.ctx, t.policy, call)
+            status = resp.status_code
+            if status >= 400:
+                for msg in t.read_answer(builder, status, resp.headers.get("content-type"), resp.text):
+                    yield msg
+                for msg in t.finish(builder):
+                    yield msg
+                return
+        timeout = parse_duration(self.config.timeout or "60s")
+        idle = parse_duration(self.config.idle) if self.config.idle else None
+        deadline = clock.now() + timeout
+        while True:
+            remaining = deadline - clock.now()
+            wait = remaining if not builder.has_content else min(idle or 0.0, remaining)
+            try:
+                if wait <= 0:
+                    raise asyncio.TimeoutError
+                item = await asyncio.wait_for(self.queue.get(), timeout=wait)
+            except asyncio.TimeoutError:
+                if not builder.has_content:
+                    raise TargetError(
+                        f"no reply within {fmt_seconds(timeout)} on {self.url}", retryable=True
+                    ) from None
+                break
+            if builder.first_byte_at is None:
+                builder.first_byte_at = item.at
+            extract = t.reader.read(item.payload, at=item.at)
+            for msg in builder.add(item.payload, extract, status=status):
+                yield msg
+            if extract.done or (extract.has_content and idle is None):
+                break
+        for msg in t.finish(builder):
+            yield msg
+
+    async def close(self) -> None:
+        if self.listener is not None:
+            listener, self.listener = self.listener, None
+            await listener.remove(self)

@@ -1,0 +1,212 @@
+"""Reading a rest agent's answers: the ``response:`` JSONPaths, tool calls, and the turn's messages.
+
+Every way a rest agent answers (a JSON body, server-sent events, websocket messages, poll replies,
+requests to the local listener) ends up as payloads; ``Reader`` takes text, tool calls and done
+out of one payload and ``TurnBuilder`` turns what a turn gathered into run messages, ending with
+exactly one ``AgentTurn``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tamesu.actors.messages import AgentPartial, AgentTurn, Message, RawResponse, ToolCall
+from tamesu.jsonpath import find, find_in_message, truthy
+from tamesu.targets.handoff import detect_handoff
+
+if TYPE_CHECKING:
+    from tamesu.clock import Clock
+    from tamesu.config.target import HandoffSignal, RESTResponse
+
+__all__ = ["Extract", "Reader", "TurnBuilder", "decode_text", "parse_tool_calls"]
+
+_FALLBACK_KEYS = ("reply", "text", "message", "content", "output", "response", "answer")
+"""Read when no ``response.text`` is configured and the payload is an object."""
+
+
+def decode_text(text: str) -> tuple[Any, bool]:
+    """(the JSON value, True) when ``text`` is JSON, else (the text, False)."""
+    stripped = text.strip()
+    if not stripped:
+        return text, False
+    try:
+        return json.loads(stripped), True
+    except ValueError:
+        return text, False
+
+
+def _args(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        parsed, ok = decode_text(value)
+        value = parsed if ok else {"input": value}
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"value": value}
+
+
+def parse_tool_calls(values: list[Any], *, at: float = 0.0) -> list[ToolCall]:
+    """Tool calls from JSONPath matches: names, ``{name, args}``, or ``{function: {name, arguments}}``."""
+    out: list[ToolCall] = []
+    for value in values:
+        if isinstance(value, list):
+            out.extend(parse_tool_calls(value, at=at))
+        elif isinstance(value, str) and value:
+            out.append(ToolCall(name=value, at=at))
+        elif isinstance(value, dict):
+            fn = value.get("function")
+            source = fn if isinstance(fn, dict) and fn.get("name") else value
+            name = source.get("name") or source.get("tool") or source.get("tool_name")
+            if not name:
+                continue
+            raw_args = next(
+                (source[k] for k in ("args", "arguments", "input", "parameters") if k in source), None
+            )
+            call_id = value.get("id") or value.get("call_id") or value.get("tool_call_id")
+            out.append(
+                ToolCall(
+                    name=str(name), args=_args(raw_args), id=None if call_id is None else str(call_id), at=at
+                )
+            )
+    return out
+
+
+@dataclass
+class Extract:
+    """What one payload said."""
+
+    texts: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    done: bool = False
+
+    @property
+    def has_content(self) -> bool:
+        return bool(self.texts or self.tool_calls or self.done)
+
+
+def _stringify(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float, bool)):
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Reader:
+    """Applies ``response.text`` / ``tool_calls`` / ``done`` / ``turn_done`` to payloads."""
+
+    def __init__(self, response: RESTResponse | None) -> None:
+        self.text = getattr(response, "text", None)
+        self.tool_calls = getattr(response, "tool_calls", None)
+        self.done = getattr(response, "done", None)
+        self.turn_done_path = getattr(response, "turn_done", None)
+        self.join = getattr(response, "join", None)
+
+    @property
+    def needs_json(self) -> bool:
+        """Whether answers must be JSON for the configured paths to mean anything."""
+        return bool(self.text or self.tool_calls or self.done)
+
+    def read(self, payload: Any, *, message: bool = False, at: float = 0.0) -> Extract:
+        """Read one payload; ``message=True`` evaluates paths as on a streamed message ([message])."""
+        finder = find_in_message if message else find
+        out = Extract()
+        if self.text:
+            if not isinstance(payload, str):
+                out.texts = [s for s in (_stringify(v) for v in finder(self.text, payload)) if s]
+        else:
+            fallback = _fallback_text(payload)
+            if fallback:
+                out.texts = [fallback]
+        if self.tool_calls and not isinstance(payload, str):
+            out.tool_calls = parse_tool_calls(finder(self.tool_calls, payload), at=at)
+        if self.done and not isinstance(payload, str):
+            out.done = truthy(finder(self.done, payload))
+        return out
+
+    def turn_done(self, payload: Any) -> bool:
+        if not self.turn_done_path or isinstance(payload, str):
+            return False
+        return truthy(find_in_message(self.turn_done_path, payload))
+
+
+def _fallback_text(payload: Any) -> str | None:
+    if isinstance(payload, str):
+        return payload or None
+    if isinstance(payload, dict):
+        for key in _FALLBACK_KEYS:
+            value = payload.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+class TurnBuilder:
+    """Collects one agent turn and emits its messages in order (raw, partials, tool calls, end)."""
+
+    def __init__(
+        self, clock: Clock, *, sent_at: float | None, join: str = "", partials: bool = False
+    ) -> None:
+        self.clock = clock
+        self.sent_at = sent_at
+        self.join = join
+        self.partials = partials
+        self.texts: list[str] = []
+        self.tool_calls: list[ToolCall] = []
+        self.raw: list[Any] = []
+        self.done = False
+        self.status: int | None = None
+        self.first_byte_at: float | None = None
+
+    def first_byte(self) -> None:
+        if self.first_byte_at is None:
+            self.first_byte_at = self.clock.now()
+
+    @property
+    def has_content(self) -> bool:
+        return bool(self.texts or self.tool_calls or self.done)
+
+    def add(self, payload: Any, extract: Extract, *, status: int | None = None) -> list[Message]:
+        """Record one payload and what was read from it; returns the messages to yield now."""
+        now = self.clock.now()
+        self.first_byte()
+        if status is not None:
+            self.status = status
+        self.raw.append(payload)
+        out: list[Message] = [RawResponse(body=payload, status=status, at=now)]
+        for text in extract.texts:
+            self.texts.append(text)
+            if self.partials:
+                out.append(AgentPartial(text=text, at=now))
+        for call in extract.tool_calls:
+            self.tool_calls.append(call)
+            out.append(call)
+        self.done = self.done or extract.done
+        return out
+
+    @property
+    def text(self) -> str:
+        return self.join.join(self.texts)
+
+    def finish(self, handoff: HandoffSignal | None = None) -> list[Message]:
+        """The Handoff (when ``handoff`` recognises one) and the closing AgentTurn."""
+        end = self.clock.now()
+        out: list[Message] = []
+        found = detect_handoff(handoff, text=self.text, tool_calls=self.tool_calls, raw=self.raw, at=end)
+        if found is not None:
+            out.append(found)
+        out.append(
+            AgentTurn(
+                text=self.text,
+                done=self.done,
+                status=self.status,
+                sent_at=self.sent_at,
+                first_byte_at=self.first_byte_at,
+                end_at=end,
+                at=end,
+            )
+        )
+        return out
