@@ -1,0 +1,215 @@
+"""Actors and their mailboxes: the one shape every part of a run graph has.
+
+An actor is a plain async class: ``start``, ``handle`` for each message, ``stop``. It reads a
+bounded ``Mailbox`` in which control messages (session end, interrupt, error) jump ahead of data
+messages, and pushes what it produces to its outputs with ``send``, which waits while an output's
+mailbox is full (backpressure). Actors never import Ray and never open sockets: whatever they talk
+to (an adapter, a simulator) is handed to them, so the same classes run in every placement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tamesu.errors import BudgetExceeded, ModelError, SecretError, TargetError, TemplateError
+
+from .messages import ErrorMsg, Message, SessionEnd, decode, encode, is_control
+
+if TYPE_CHECKING:
+    from tamesu.secrets import Redactor
+
+__all__ = ["Actor", "Boundary", "Mailbox", "MailboxFull", "error_message", "roundtrip"]
+
+Boundary = Callable[[Message], Message]
+"""What happens to a message as it enters an actor's mailbox (identity, or encode + decode)."""
+
+
+def roundtrip(msg: Message) -> Message:
+    """Encode and decode a message, as if it crossed a process; tests use it to keep placements honest."""
+    return decode(encode(msg))
+
+
+class MailboxFull(Exception):
+    """``put_nowait`` found no room for a data message."""
+
+
+class Mailbox:
+    """A bounded inbox: data messages keep their order and wait for room; control messages jump ahead.
+
+    Control messages are never blocked by the bound, so a stop or an interrupt reaches an actor
+    whose data queue is full. Waiters are woken like ``asyncio.Queue`` wakes them, one at a time.
+    """
+
+    def __init__(self, maxsize: int = 64) -> None:
+        if maxsize < 1:
+            raise ValueError("a mailbox needs room for at least one message")
+        self.maxsize = maxsize
+        self._control: deque[Message] = deque()
+        self._data: deque[Message] = deque()
+        self._getters: deque[asyncio.Future[None]] = deque()
+        self._putters: deque[asyncio.Future[None]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._control) + len(self._data)
+
+    def full(self) -> bool:
+        """No room for another data message."""
+        return len(self._data) >= self.maxsize
+
+    async def put(self, msg: Message) -> None:
+        """Queue a message; a data message waits while the mailbox is full."""
+        if not is_control(msg):
+            while self.full():
+                await self._wait(self._putters, ready=lambda: not self.full())
+        self.put_nowait(msg)
+
+    def put_nowait(self, msg: Message) -> None:
+        if is_control(msg):
+            self._control.append(msg)
+        elif self.full():
+            raise MailboxFull(f"mailbox full ({self.maxsize} data messages)")
+        else:
+            self._data.append(msg)
+        _wake_one(self._getters)
+
+    async def get(self) -> Message:
+        """The next control message if any is waiting, else the oldest data message."""
+        while not self:
+            await self._wait(self._getters, ready=lambda: bool(self))
+        if self._control:
+            return self._control.popleft()
+        msg = self._data.popleft()
+        _wake_one(self._putters)
+        return msg
+
+    def take_data(self) -> list[Message]:
+        """Every queued data message, oldest first, leaving none (to finish them before an end)."""
+        taken = list(self._data)
+        self._data.clear()
+        for _ in taken:
+            _wake_one(self._putters)
+        return taken
+
+    def drop_data(self) -> int:
+        """Forget every queued data message (an interruption); returns how many were dropped."""
+        dropped = len(self._data)
+        self._data.clear()
+        for _ in range(dropped):
+            _wake_one(self._putters)
+        return dropped
+
+    async def _wait(self, waiters: deque[asyncio.Future[None]], *, ready: Callable[[], bool]) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters.append(fut)
+        try:
+            await fut
+        except BaseException:
+            fut.cancel()
+            if ready():
+                _wake_one(waiters)
+            raise
+
+
+def _wake_one(waiters: deque[asyncio.Future[None]]) -> None:
+    while waiters:
+        fut = waiters.popleft()
+        if not fut.done():
+            fut.set_result(None)
+            return
+
+
+def error_message(exc: BaseException, *, redactor: Redactor | None = None, at: float = 0.0) -> ErrorMsg:
+    """The ErrorMsg an exception becomes: typed errors keep their kind, anything else names its type."""
+    if isinstance(exc, TargetError):
+        text, kind, retryable = str(exc), exc.kind, exc.retryable
+    elif isinstance(exc, ModelError):
+        text, kind, retryable = str(exc), "model", True
+    elif isinstance(exc, BudgetExceeded):
+        text, kind, retryable = str(exc), "budget", False
+    elif isinstance(exc, (TemplateError, SecretError)):
+        text, kind, retryable = str(exc), "config", False
+    elif isinstance(exc, (OSError, asyncio.TimeoutError)):
+        text, kind, retryable = f"{type(exc).__name__}: {exc}", "agent", True
+    else:
+        text, kind, retryable = f"{type(exc).__name__}: {exc}", "internal", False
+    if redactor is not None:
+        text = redactor.redact(text)
+    return ErrorMsg(message=text or type(exc).__name__, kind=kind, retryable=retryable, at=at)
+
+
+class Actor:
+    """Reads its mailbox until a SessionEnd or an ErrorMsg, which it passes on before it ends.
+
+    The end jumps the queue like every control message, but the data already queued is handled
+    before it, so nothing said before the end is lost; data that arrives later is not handled.
+
+    A subclass implements ``handle`` for data messages and may override ``start`` / ``stop`` (stop
+    always runs, also when the actor is cancelled) and ``on_end`` (the end of the session).
+    An exception from ``start`` or ``handle`` becomes an ``ErrorMsg`` sent to the outputs.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        maxsize: int = 64,
+        boundary: Boundary | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.name = name or type(self).__name__
+        self.inbox = Mailbox(maxsize)
+        self.outputs: list[Actor] = []
+        self.boundary = boundary
+        self.redactor = redactor
+
+    def connect(self, *actors: Actor) -> Actor:
+        """Send what this actor produces to ``actors``; returns self for chaining."""
+        self.outputs.extend(actors)
+        return self
+
+    async def deliver(self, msg: Message) -> None:
+        """Put a message in this actor's mailbox (through the boundary, when there is one)."""
+        if self.boundary is not None:
+            msg = self.boundary(msg)
+        await self.inbox.put(msg)
+
+    async def send(self, msg: Message) -> None:
+        """Push a message to every output, waiting while one of them is full."""
+        for out in self.outputs:
+            await out.deliver(msg)
+
+    async def start(self) -> None:
+        """Before the first message."""
+
+    async def handle(self, msg: Message) -> None:
+        """One data message (or a control message other than the end of the session)."""
+
+    async def on_end(self, msg: SessionEnd | ErrorMsg) -> None:
+        """The session ended (or failed); the default passes the news on."""
+        await self.send(msg)
+
+    async def stop(self) -> None:
+        """After the last message, after an error, and on cancellation; must not raise."""
+
+    def now(self) -> float:
+        return 0.0
+
+    async def run(self) -> None:
+        """The actor's loop: start, handle until the end of the session, stop."""
+        try:
+            await self.start()
+            while True:
+                msg = await self.inbox.get()
+                if isinstance(msg, (SessionEnd, ErrorMsg)):
+                    for queued in self.inbox.take_data():
+                        await self.handle(queued)
+                    await self.on_end(msg)
+                    return
+                await self.handle(msg)
+        except Exception as exc:
+            await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
+        finally:
+            await self.stop()

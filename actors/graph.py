@@ -1,0 +1,410 @@
+"""The graph of one run: simulator -> target -> recorder -> simulator, then the assertions.
+
+``run_graph`` never raises for anything the run itself does: an unreachable agent, an adapter
+bug, a simulator without a model all become a ``GraphOutcome`` with ``error`` set (redacted) and
+no assertion results. It is cancellation-safe: the adapter is always stopped, and the transcript
+recorded so far survives in two ways:
+
+- ``timeout=``: the graph enforces the run's time limit itself and returns an outcome with
+  ``error_kind="timeout"`` and the partial transcript (``end_reason="timeout"``). This is the way
+  placements use, since it also works inside a Ray worker.
+- ``sink=``: when the caller cancels the run (its own timeout, Ctrl-C), the sink is called with
+  the partial outcome (``error_kind="cancelled"``) before ``CancelledError`` propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+
+from tamesu.assertions.base import AssertionContext, AssertionResult, evaluate
+from tamesu.durations import format_duration, parse_duration
+from tamesu.secrets import SecretStore
+from tamesu.templates import Scope, render_text
+from tamesu.transcript import Transcript
+
+from .base import Actor, error_message, roundtrip
+from .messages import ErrorMsg
+from .recorder import Recorder
+from .simulator_actor import SimulatorActor, UserSimulator
+from .target_actor import TargetActor
+
+if TYPE_CHECKING:
+    from tamesu.models.router import ModelRouter
+    from tamesu.models.usage import UsageLedger
+    from tamesu.runner.spec import NamedAssertion, RunSpec
+    from tamesu.secrets import Redactor
+    from tamesu.targets.base import TargetAdapter, TargetContext
+
+    from .services import RunServices
+
+__all__ = ["DEFAULT_MAX_TURNS", "GraphOutcome", "OutcomeSink", "RunGraph", "run_graph"]
+
+DEFAULT_MAX_TURNS = 10
+STOP_GRACE = 5.0
+"""Seconds the actors get to stop (close the adapter) once the run is over."""
+
+
+class GraphOutcome(msgspec.Struct, kw_only=True):
+    """What one run produced; redacted, and cheap to send back from a Ray worker."""
+
+    transcript: Transcript
+    results: list[AssertionResult] = msgspec.field(default_factory=list)
+    error: str | None = None
+    """Set when the run is an infrastructure error (then ``results`` is empty)."""
+    error_kind: str | None = None
+    """agent, adapter, config, model, budget, simulator, internal, timeout, cancelled, worker."""
+    retryable: bool = False
+
+
+OutcomeSink = Callable[[GraphOutcome], None]
+
+
+class RunGraph:
+    """One run's actors, wired and driven; ``outcome()`` is readable at any time, also mid-run."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        services: RunServices,
+        *,
+        secrets: Mapping[str, str] | None = None,
+        simulator: UserSimulator | None = None,
+        encode_boundary: bool = False,
+        maxsize: int = 64,
+    ) -> None:
+        self.spec = spec
+        self.services = services
+        self.secrets = dict(secrets or {})
+        for value in self.secrets.values():
+            services.redactor.add(value)
+        self.clock = services.clock_factory()
+        self.transcript = Transcript(
+            run_id=spec.run_id,
+            test=spec.test_id,
+            target=spec.target_name,
+            started_at=float(getattr(self.clock, "started_wall", 0.0)),
+        )
+        self.scope = Scope({"vars": dict(spec.vars)}, resolvers={"secrets": self._secret})
+        self._store = SecretStore(
+            spec.secrets, redactor=services.redactor, base_dir=spec.suite_dir, vars=spec.vars
+        )
+        self._simulator = simulator
+        self._opts: dict[str, Any] = {
+            "maxsize": maxsize,
+            "boundary": roundtrip if encode_boundary else None,
+            "redactor": services.redactor,
+        }
+        self.recorder = Recorder(
+            self.transcript,
+            scope=self.scope,
+            clock=self.clock,
+            captures=list(getattr(spec.test, "capture", None) or []),
+            handoff_signal=getattr(spec.target, "handoff", None),
+            **self._opts,
+        )
+        self.adapter: TargetAdapter | None = None
+        self.router: ModelRouter | None = None
+        self.ledger = _new_ledger()
+        self.results: list[AssertionResult] = []
+        self._error: ErrorMsg | None = None
+
+    def _secret(self, name: str) -> str:
+        if name in self.secrets:
+            return self.secrets[name]
+        if name in self.services.secrets:
+            return self.services.secrets[name]
+        return self._store.get(name)
+
+    async def run(self, *, timeout: float | None = None, sink: OutcomeSink | None = None) -> GraphOutcome:
+        """Drive the run to its end (or to ``timeout`` seconds) and return its outcome."""
+        try:
+            if timeout is None:
+                await self._run()
+            else:
+                await asyncio.wait_for(self._run(), timeout)
+        except asyncio.TimeoutError:
+            self._fail(f"the run took longer than {format_duration(timeout or 0)}", "timeout", True)
+        except asyncio.CancelledError:
+            self._fail("the run was cancelled", "cancelled", True)
+            if sink is not None:
+                sink(self.outcome())
+            raise
+        return self.outcome()
+
+    def outcome(self) -> GraphOutcome:
+        """The outcome so far, redacted: mid-run it holds the partial transcript."""
+        self._metrics()
+        error = self._error or self.recorder.error
+        redactor = self.services.redactor
+        return GraphOutcome(
+            transcript=_redacted_copy(self.transcript, Transcript, redactor),
+            results=[_redacted_copy(r, AssertionResult, redactor) for r in self.results],
+            error=None if error is None else redactor.redact(error.message),
+            error_kind=None if error is None else error.kind,
+            retryable=False if error is None else error.retryable,
+        )
+
+    def _fail(self, message: str, kind: str, retryable: bool) -> None:
+        if self._error is None and self.recorder.error is None:
+            self._error = ErrorMsg(message=message, kind=kind, retryable=retryable, at=self.clock.now())
+            self.transcript.events.append(
+                {"type": "error", "at": self.clock.now(), "kind": kind, "message": message}
+            )
+        self.recorder.finish("error" if kind not in ("timeout", "cancelled") else kind)
+
+    def _fail_exc(self, exc: BaseException, *, kind: str | None = None) -> None:
+        msg = error_message(exc, redactor=self.services.redactor, at=self.clock.now())
+        self._fail(msg.message, kind or msg.kind, msg.retryable)
+
+    def _build(self) -> list[Actor]:
+        """Session id, adapter, simulator and the actors around them; raises on a bad configuration."""
+        from tamesu.targets.base import TargetContext
+
+        spec, target = self.spec, self.spec.target
+        session = spec.extra.get("session") or self._session_id(target, self.scope)
+        self.scope.set("session", session)
+        self.transcript.session = session
+        self.router = self.services.router_for(spec.models)
+        ctx = TargetContext(
+            name=spec.target_name,
+            run_id=spec.run_id,
+            session=session,
+            scope=self.scope,
+            clock=self.clock,
+            http=self.services.http,
+            redactor=self.services.redactor,
+            turn_timeout=_turn_timeout(target),
+            suite_dir=spec.suite_dir,
+            models=self.router,
+            ledger=self.ledger,
+            fuzz=dict(getattr(spec.test, "fuzz_tools", None) or {}),
+            extra={"spec": spec},
+        )
+        self.adapter = _adapter(target, ctx)
+        counterpart = self._counterpart(ctx)
+        simulator = self._simulator or self._make_simulator(counterpart)
+        scenario = getattr(spec.test, "scenario", None)
+        max_turns = getattr(scenario, "max_turns", None) or DEFAULT_MAX_TURNS
+        target_actor = TargetActor(
+            self.adapter, clock=self.clock, run_id=spec.run_id, session=session, **self._opts
+        )
+        sim_actor = SimulatorActor(
+            simulator,
+            transcript=self.recorder.snapshot,
+            clock=self.clock,
+            max_turns=max_turns,
+            agent_speaks_first=self.adapter.agent_speaks_first,
+            counterpart=counterpart,
+            **self._opts,
+        )
+        sim_actor.connect(target_actor)
+        target_actor.connect(self.recorder)
+        self.recorder.connect(sim_actor)
+        return [sim_actor, target_actor, self.recorder]
+
+    def _counterpart(self, ctx: TargetContext) -> TargetAdapter | None:
+        """The adapter of the agent that plays the user (``counterpart:``), in a scope of its own."""
+        spec = self.spec
+        counterpart = getattr(spec.test, "counterpart", None)
+        if counterpart is None or spec.counterpart_target is None:
+            return None
+        scope = self.scope.child()
+        session = self._session_id(spec.counterpart_target, scope)
+        scope.set("session", session)
+        cp_ctx = replace(
+            ctx,
+            name=counterpart.target,
+            session=session,
+            scope=scope,
+            turn_timeout=_turn_timeout(spec.counterpart_target),
+            fuzz={},
+            extra={"spec": spec, "counterpart": True},
+        )
+        return _adapter(spec.counterpart_target, cp_ctx)
+
+    @staticmethod
+    def _session_id(target: Any, scope: Scope) -> str:
+        """The target's ``session.id`` template rendered, else a fresh uuid (for the run's own target
+        the scheduler usually made it already, for its hooks, and passes ``spec.extra["session"]``)."""
+        template = getattr(getattr(target, "session", None), "id", None)
+        return render_text(template, scope) if template else str(uuid.uuid4())
+
+    def _make_simulator(self, counterpart: TargetAdapter | None) -> UserSimulator:
+        from tamesu.simulator import make_simulator
+
+        return make_simulator(
+            self.spec, self.scope, router=self.router, ledger=self.ledger, counterpart=counterpart
+        )
+
+    async def _run(self) -> None:
+        try:
+            actors = self._build()
+        except _ConfigProblem as exc:
+            self._fail(str(exc), "config", False)
+            return
+        except Exception as exc:
+            self._fail_exc(exc)
+            return
+        tasks = [asyncio.create_task(a.run(), name=f"{self.spec.run_id}:{a.name}") for a in actors]
+        try:
+            await self._converse(tasks)
+        finally:
+            await _shutdown(tasks)
+        if self._error is not None or self.recorder.error is not None:
+            return
+        self._metrics()
+        self.results = await self._assertions()
+
+    async def _converse(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Wait for the recorder to see the session end; an actor that dies first is an internal error."""
+        finished = asyncio.create_task(self.recorder.finished.wait())
+        pending: set[asyncio.Task[Any]] = set(tasks)
+        try:
+            while not self.recorder.finished.is_set():
+                done, pending = await asyncio.wait({finished, *pending}, return_when=asyncio.FIRST_COMPLETED)
+                pending.discard(finished)
+                for task in done:
+                    if task is not finished and not task.cancelled() and task.exception() is not None:
+                        self._fail_exc(task.exception(), kind="internal")  # type: ignore[arg-type]
+                        return
+                if not pending and not self.recorder.finished.is_set():
+                    self._fail("the run's actors stopped before the session ended", "internal", False)
+                    return
+        finally:
+            finished.cancel()
+
+    def _metrics(self) -> None:
+        """Fill ``transcript.metrics`` afresh: what the transcript gives, what the run reported
+        (a target's own measurement wins), and the run's model spend."""
+        metrics: dict[str, float] = {}
+        try:
+            from tamesu.metrics import compute_metrics
+
+            metrics.update(compute_metrics(self.transcript))
+        except Exception:
+            pass
+        metrics.update(self.recorder.reported_metrics)
+        if self.ledger is not None and self.ledger.calls:
+            metrics.update(self.ledger.metrics())
+        self.transcript.metrics = metrics
+
+    async def _assertions(self) -> list[AssertionResult]:
+        ctx = AssertionContext(
+            transcript=self.transcript,
+            scope=self.scope,
+            suite_dir=Path(self.spec.suite_dir),
+            http=self.services.http,
+            update_golden=self.services.update_golden,
+            target_type=str(self.spec.target.type),
+            models=self.router,
+            ledger=self.ledger,
+            extra={
+                "spec": self.spec,
+                "redactor": self.services.redactor,
+                "output_dir": self.services.output_dir,
+                "project_dir": self.spec.extra.get("project_dir"),
+            },
+        )
+        return list(await asyncio.gather(*(self._assert(named, ctx) for named in self.spec.assertions)))
+
+    async def _assert(self, named: NamedAssertion, ctx: AssertionContext) -> AssertionResult:
+        item = named.item
+        on_turn = getattr(item, "on_turn", None)
+        if on_turn is None:
+            return await evaluate(item.kind, item.spec, ctx, name=named.name)
+        view = turn_view(self.transcript, on_turn)
+        if view is None:
+            count = len(self.transcript.agent_turns())
+            result = AssertionResult(
+                name=named.name,
+                kind=item.kind,
+                passed=False,
+                message=f"on_turn {on_turn}: the run has {count} agent turn(s)",
+            )
+        else:
+            result = await evaluate(item.kind, item.spec, replace(ctx, transcript=view), name=named.name)
+        result.on_turn = on_turn
+        return result
+
+
+def turn_view(transcript: Transcript, on_turn: int | str) -> Transcript | None:
+    """The transcript cut down to one agent turn (1-based or ``last``) and the user turn before it."""
+    agent = transcript.agent_turns()
+    if not agent:
+        return None
+    if on_turn == "last":
+        chosen = agent[-1]
+    else:
+        n = int(on_turn)
+        if not 1 <= n <= len(agent):
+            return None
+        chosen = agent[n - 1]
+    pos = next(i for i, t in enumerate(transcript.turns) if t is chosen)
+    turns = [chosen]
+    if pos > 0 and transcript.turns[pos - 1].role == "user":
+        turns.insert(0, transcript.turns[pos - 1])
+    return msgspec.structs.replace(transcript, turns=turns)
+
+
+async def run_graph(
+    spec: RunSpec,
+    services: RunServices,
+    *,
+    secrets: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    sink: OutcomeSink | None = None,
+    encode_boundary: bool = False,
+) -> GraphOutcome:
+    """Run one spec to its outcome (see the module docstring for timeouts and cancellation)."""
+    graph = RunGraph(spec, services, secrets=secrets, encode_boundary=encode_boundary)
+    return await graph.run(timeout=timeout, sink=sink)
+
+
+class _ConfigProblem(Exception):
+    """The spec names something this process cannot run (an unknown target type)."""
+
+
+def _adapter(target: Any, ctx: TargetContext) -> TargetAdapter:
+    from tamesu.targets.base import targets
+
+    try:
+        adapter_cls = targets.get(target.type)
+    except KeyError as exc:
+        raise _ConfigProblem(str(exc.args[0])) from None
+    return adapter_cls(target, ctx)
+
+
+def _turn_timeout(target: Any) -> float:
+    value = getattr(target, "turn_timeout", None)
+    return parse_duration(value) if value else 60.0
+
+
+def _new_ledger() -> UsageLedger | None:
+    """The run's own model usage (None where the model layer is not installed)."""
+    try:
+        from tamesu.models.usage import UsageLedger
+    except ImportError:
+        return None
+    return UsageLedger()
+
+
+_T = TypeVar("_T")
+
+
+def _redacted_copy(value: _T, cls: type[_T], redactor: Redactor) -> _T:
+    """A deep copy with every secret value replaced; what a target put in raw responses that is
+    not plain data is kept as its text."""
+    return msgspec.convert(redactor.redact_obj(msgspec.to_builtins(value, enc_hook=str)), cls)
+
+
+async def _shutdown(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.wait(tasks, timeout=STOP_GRACE)

@@ -1,0 +1,52 @@
+"""The local placement: every run's actors are asyncio tasks in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ..graph import GraphOutcome, OutcomeSink, RunGraph
+
+if TYPE_CHECKING:
+    from tamesu.runner.spec import RunSpec
+
+    from ..services import RunServices
+
+__all__ = ["LocalPlacement"]
+
+
+class LocalPlacement:
+    """Runs graphs in the current event loop, sharing one ``RunServices``.
+
+    ``encode_boundary=True`` encodes and decodes every message as it enters an actor, as if it
+    crossed a process: tests use it so that what passes locally also passes on Ray.
+    """
+
+    def __init__(
+        self, services: RunServices, *, encode_boundary: bool = False, owns_services: bool = False
+    ) -> None:
+        self.services = services
+        self.encode_boundary = encode_boundary
+        self.owns_services = owns_services
+        self.active: dict[str, RunGraph] = {}
+        """The graphs running now, by run id (their ``outcome()`` shows progress)."""
+
+    async def run(
+        self,
+        spec: RunSpec,
+        *,
+        secrets: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        sink: OutcomeSink | None = None,
+    ) -> GraphOutcome:
+        graph = RunGraph(spec, self.services, secrets=secrets, encode_boundary=self.encode_boundary)
+        self.active[spec.run_id] = graph
+        try:
+            return await graph.run(timeout=timeout, sink=sink)
+        finally:
+            self.active.pop(spec.run_id, None)
+
+    async def aclose(self) -> None:
+        """Close the services when this placement made them (``owns_services``)."""
+        if self.owns_services:
+            await self.services.aclose()

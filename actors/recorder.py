@@ -1,0 +1,302 @@
+"""The Recorder: turns the messages of a run into its Transcript, as they arrive.
+
+It is the one place a transcript is written, so every target fills the same structure: a user
+turn per ``UserTurn``; an agent turn per ``AgentTurn`` with the tool calls, raw responses and
+status that came before it; the handoff; and the test's captures, applied to each agent turn as
+it arrives so that later user turns can say ``{{captured.NAME}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tamesu.transcript import HandoffInfo, ToolCallRecord, Transcript, Turn
+
+from .base import Actor
+from .messages import (
+    AgentPartial,
+    AgentTurn,
+    Dtmf,
+    ErrorMsg,
+    Handoff,
+    Interrupt,
+    Message,
+    MetricMsg,
+    RawResponse,
+    SessionEnd,
+    SessionStart,
+    ToolCall,
+    ToolResult,
+    UserTurn,
+)
+
+if TYPE_CHECKING:
+    from tamesu.clock import Clock
+    from tamesu.templates import Scope
+
+__all__ = ["Recorder", "json_path_values"]
+
+
+def json_path_values(path: str, data: Any) -> list[Any]:
+    """Every value ``path`` selects in one raw response; a JSON string is parsed first."""
+    from tamesu.jsonpath import find_in_message
+
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            return []
+    if not isinstance(data, (dict, list)):
+        return []
+    return find_in_message(path, data)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Recorder(Actor):
+    """Builds the transcript; forwards each finished ``AgentTurn`` so the simulator can answer it."""
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        *,
+        scope: Scope,
+        clock: Clock,
+        captures: Sequence[Any] = (),
+        handoff_signal: Any = None,
+        **actor_options: Any,
+    ) -> None:
+        super().__init__(**actor_options)
+        self.transcript = transcript
+        self.scope = scope
+        self.clock = clock
+        self.captures = list(captures)
+        self.handoff_signal = handoff_signal
+        self.finished = asyncio.Event()
+        """Set when the session ended or failed."""
+        self.error: ErrorMsg | None = None
+        self.reported_metrics: dict[str, float] = {}
+        self._partials: list[str] = []
+        self._tools: list[ToolCallRecord] = []
+        self._raw: list[Any] = []
+        self._status: int | None = None
+        self._turn_started: float | None = None
+        self._handoff_this_turn = False
+        self._skipped: set[str] = set()
+        self._handlers: dict[type, Callable[[Any], Any]] = {
+            SessionStart: self._session_start,
+            UserTurn: self._user_turn,
+            AgentPartial: self._partial,
+            ToolCall: self._tool_call,
+            ToolResult: self._tool_result,
+            RawResponse: self._raw_response,
+            Handoff: self._handoff,
+            Dtmf: self._dtmf,
+            MetricMsg: self._metric,
+            Interrupt: self._interrupt,
+        }
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    async def handle(self, msg: Message) -> None:
+        if isinstance(msg, AgentTurn):
+            self._agent_turn(msg)
+            await self.send(msg)
+            return
+        handler = self._handlers.get(type(msg))
+        if handler is not None:
+            handler(msg)
+
+    async def on_end(self, msg: SessionEnd | ErrorMsg) -> None:
+        if isinstance(msg, ErrorMsg):
+            self.error = msg
+            self.transcript.events.append(
+                {"type": "error", "at": msg.at, "kind": msg.kind, "message": msg.message}
+            )
+            self.finish("error")
+        else:
+            self.finish(msg.reason)
+
+    def finish(self, reason: str) -> None:
+        """End the transcript (idempotent): a half-received agent turn is kept, marked incomplete."""
+        if self.finished.is_set():
+            return
+        if self._partials or self._tools or self._raw:
+            self.transcript.events.append({"type": "incomplete_turn", "at": self.clock.now()})
+            users = self.transcript.user_turns()
+            cut = AgentTurn(
+                text="".join(self._partials),
+                at=self.clock.now(),
+                sent_at=users[-1].sent_at if users else None,
+                first_byte_at=self._turn_started,
+            )
+            self._agent_turn(cut, complete=False)
+        if self.transcript.end_reason is None:
+            self.transcript.end_reason = reason
+        self.transcript.duration = self.clock.now()
+        self.finished.set()
+
+    def snapshot(self) -> Transcript:
+        """A view of the transcript so far whose lists later turns do not change."""
+        t = self.transcript
+        return msgspec.structs.replace(t, turns=list(t.turns), captures=dict(t.captures))
+
+    def _session_start(self, msg: SessionStart) -> None:
+        self.transcript.events.append({"type": "session_start", "at": msg.at, "session": msg.session})
+
+    def _user_turn(self, msg: UserTurn) -> None:
+        index = len(self.transcript.user_turns()) + 1
+        self.transcript.turns.append(
+            Turn(
+                role="user",
+                text=msg.text,
+                index=index,
+                source=msg.source,
+                reasoning=msg.reasoning,
+                data=msg.data,
+                sent_at=msg.at,
+                dtmf=(msg.data or {}).get("dtmf"),
+            )
+        )
+
+    def _heard(self, at: float) -> None:
+        if self._turn_started is None:
+            self._turn_started = at
+
+    def _partial(self, msg: AgentPartial) -> None:
+        self._heard(msg.at)
+        self._partials.append(msg.text)
+
+    def _tool_call(self, msg: ToolCall) -> None:
+        self._heard(msg.at)
+        self._tools.append(ToolCallRecord(name=msg.name, args=dict(msg.args), id=msg.id))
+
+    def _tool_result(self, msg: ToolResult) -> None:
+        for call in reversed(self._tools):
+            if (msg.id is not None and call.id == msg.id) or (msg.id is None and call.name == msg.name):
+                call.result = msg.result
+                return
+        self._tools.append(ToolCallRecord(name=msg.name, id=msg.id, result=msg.result))
+
+    def _raw_response(self, msg: RawResponse) -> None:
+        self._heard(msg.at)
+        self._raw.append(msg.body)
+        if msg.status is not None:
+            self._status = msg.status
+
+    def _handoff(self, msg: Handoff) -> None:
+        self._handoff_this_turn = True
+        if self.transcript.handoff is None:
+            turn = len(self.transcript.agent_turns()) + 1
+            self.transcript.handoff = HandoffInfo(turn=turn, to=msg.to, summary=msg.summary)
+
+    def _dtmf(self, msg: Dtmf) -> None:
+        if msg.direction == "received":
+            self.transcript.dtmf_received += msg.digits
+        self.transcript.events.append(
+            {"type": "dtmf", "at": msg.at, "digits": msg.digits, "direction": msg.direction}
+        )
+
+    def _metric(self, msg: MetricMsg) -> None:
+        self.reported_metrics[msg.name] = msg.value
+
+    def _interrupt(self, msg: Interrupt) -> None:
+        self.transcript.events.append({"type": "interrupt", "at": msg.at})
+
+    def _agent_turn(self, msg: AgentTurn, *, complete: bool = True) -> None:
+        turn = Turn(
+            role="agent",
+            text=msg.text or "".join(self._partials),
+            index=len(self.transcript.agent_turns()) + 1,
+            tool_calls=self._tools,
+            raw=self._raw,
+            status=msg.status if msg.status is not None else self._status,
+            sent_at=msg.sent_at,
+            first_byte_at=msg.first_byte_at,
+            end_at=msg.end_at if complete else None,
+        )
+        self.transcript.turns.append(turn)
+        if complete and not self._handoff_this_turn and self.transcript.handoff is None:
+            self._detect_handoff(turn)
+        self._capture(turn)
+        if msg.done:
+            self.transcript.events.append({"type": "agent_done", "at": msg.at, "turn": turn.index})
+        self._partials, self._tools, self._raw = [], [], []
+        self._status = None
+        self._turn_started = None
+        self._handoff_this_turn = False
+
+    def _capture(self, turn: Turn) -> None:
+        for cap in self.captures:
+            name = cap.name
+            if name in self.transcript.captures:
+                continue
+            value = self._capture_value(cap, turn)
+            if value is not None:
+                text = _as_text(value)
+                self.transcript.captures[name] = text
+                self.scope.set(f"captured.{name}", text)
+                self.transcript.events.append(
+                    {"type": "captured", "at": self.clock.now(), "name": name, "turn": turn.index}
+                )
+
+    def _capture_value(self, cap: Any, turn: Turn) -> Any:
+        regex = getattr(cap, "regex", None)
+        path = getattr(cap, "json_path", None)
+        if regex:
+            try:
+                m = re.search(regex, turn.text)
+            except re.error as exc:
+                self._skip(cap.name, f"invalid regex: {exc}")
+                return None
+            if m:
+                return m.group(1) if m.re.groups else m.group(0)
+        if path:
+            for raw in turn.raw:
+                try:
+                    values = json_path_values(path, raw)
+                except Exception as exc:
+                    self._skip(cap.name, f"invalid JSONPath: {exc}")
+                    return None
+                if values:
+                    return values[0]
+        if getattr(cap, "extract", None) and not regex and not path:
+            self._skip(cap.name, "extract captures need a model; none is available to the recorder")
+        return None
+
+    def _skip(self, name: str, reason: str) -> None:
+        if name not in self._skipped:
+            self._skipped.add(name)
+            self.transcript.events.append(
+                {"type": "capture_skipped", "at": self.clock.now(), "name": name, "reason": reason}
+            )
+
+    def _detect_handoff(self, turn: Turn) -> None:
+        """The target's ``handoff:`` signal, for adapters that do not report a Handoff themselves."""
+        if self.handoff_signal is None:
+            return
+        from tamesu.targets.handoff import detect_handoff
+
+        try:
+            found = detect_handoff(
+                self.handoff_signal,
+                text=turn.text,
+                tool_calls=turn.tool_calls,
+                raw=turn.raw,  # type: ignore[arg-type]
+            )
+        except Exception as exc:
+            self.transcript.events.append({"type": "handoff_signal_failed", "message": str(exc)})
+            return
+        if found is not None:
+            self.transcript.handoff = HandoffInfo(turn=turn.index, to=found.to, summary=found.summary)

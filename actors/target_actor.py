@@ -1,0 +1,101 @@
+"""The target actor: drives one adapter, one user turn at a time, and times the agent's answers.
+
+The adapter does the talking (it is given to the actor; the actor opens nothing itself). The
+actor passes each user turn on to the recorder, then every message of the agent's answer, and
+fills the timings an adapter left out: sent (just before the turn), first byte (the first message
+of the answer) and end (the ``AgentTurn``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tamesu.errors import TargetError
+
+from .base import Actor
+from .messages import AgentTurn, Message, SessionStart, UserTurn
+
+if TYPE_CHECKING:
+    from tamesu.clock import Clock
+    from tamesu.targets.base import TargetAdapter
+
+__all__ = ["TargetActor"]
+
+
+class TargetActor(Actor):
+    """Owns the adapter's lifetime: ``start`` connects it, ``stop`` always closes it."""
+
+    def __init__(
+        self, adapter: TargetAdapter, *, clock: Clock, run_id: str, session: str, **opts: Any
+    ) -> None:
+        super().__init__(**opts)
+        self.adapter = adapter
+        self.clock = clock
+        self.run_id = run_id
+        self.session = session
+        self.started = False
+        self.stopped = False
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    async def start(self) -> None:
+        self.started = True
+        await self.adapter.start()
+        await self.send(SessionStart(run_id=self.run_id, session=self.session, at=self.clock.now()))
+        if self.adapter.agent_speaks_first:
+            await self._turn(None)
+
+    async def handle(self, msg: Message) -> None:
+        if isinstance(msg, UserTurn):
+            await self._turn(msg)
+        else:
+            await self.send(msg)
+
+    async def stop(self) -> None:
+        if self.stopped or not self.started:
+            self.stopped = True
+            return
+        self.stopped = True
+        try:
+            await self.adapter.stop()
+        except Exception:
+            pass
+
+    async def _turn(self, user: UserTurn | None) -> None:
+        sent = self.clock.now()
+        if user is not None:
+            user = msgspec.structs.replace(user, at=sent)
+            await self.send(user)
+        first: float | None = None
+        answer = self.adapter.turn(user)
+        try:
+            async for msg in answer:
+                now = self.clock.now()
+                if first is None:
+                    first = now
+                if isinstance(msg, AgentTurn):
+                    await self.send(
+                        msgspec.structs.replace(
+                            msg,
+                            at=now,
+                            sent_at=msg.sent_at if msg.sent_at is not None else sent,
+                            first_byte_at=msg.first_byte_at if msg.first_byte_at is not None else first,
+                            end_at=msg.end_at if msg.end_at is not None else now,
+                        )
+                    )
+                    return
+                if not msg.at:
+                    msg = msgspec.structs.replace(msg, at=now)
+                await self.send(msg)
+        finally:
+            aclose = getattr(answer, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        raise TargetError(
+            f"the {self.adapter.type_name or type(self.adapter).__name__} adapter ended a turn without an AgentTurn",
+            retryable=False,
+            kind="adapter",
+        )

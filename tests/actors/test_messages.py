@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from tamesu.actors import messages as m
+
+pytestmark = pytest.mark.unit
+
+SAMPLES: list[m.Message] = [
+    m.SessionStart(run_id="r1", session="s1", at=0.5),
+    m.SessionEnd(reason="max_turns"),
+    m.Interrupt(at=1.25),
+    m.ErrorMsg(message="503 from agent", kind="agent", retryable=False),
+    m.UserTurn(
+        text="hi",
+        data={"order": "ORD-1"},
+        files=[m.FileRef(path="invoice.pdf", mime="application/pdf")],
+        source="simulator",
+        reasoning="asks first",
+    ),
+    m.ToolCall(name="lookup", args={"q": [1, 2]}, id="c1"),
+    m.ToolResult(name="lookup", result={"ok": True}, id="c1"),
+    m.Handoff(to="billing", summary="double charge"),
+    m.RawResponse(body={"reply": "x", "n": 1.5}, status=200),
+    m.AgentPartial(text="Hel"),
+    m.AgentTurn(text="Hello", done=True, status=201, sent_at=0.1, first_byte_at=0.2, end_at=0.3),
+    m.Dtmf(digits="12#", direction="received"),
+    m.MetricMsg(name="barge_in_ms", value=120.0),
+    m.AudioFrame(seq=7, pcm=b"\x00\x01" * 160, sample_rate=8000, channel="agent"),
+    m.AudioBatch(frames=[m.AudioFrame(seq=1, pcm=b"\x00\x00"), m.AudioFrame(seq=2, pcm=b"\x01\x00")]),
+]
+
+
+def test_samples_cover_every_message_type() -> None:
+    assert {type(s) for s in SAMPLES} == set(typing.get_args(m.Message))
+
+
+@pytest.mark.parametrize("msg", SAMPLES, ids=lambda s: type(s).__name__)
+def test_every_message_survives_encode_and_decode(msg: m.Message) -> None:
+    back = m.decode(m.encode(msg))
+    assert type(back) is type(msg)
+    assert back == msg
+
+
+def test_tags_are_unique() -> None:
+    tags = [t.__struct_config__.tag for t in typing.get_args(m.Message)]
+    assert len(tags) == len(set(tags))
+
+
+def test_control_messages_are_the_session_and_error_ones() -> None:
+    control = {type(s).__name__ for s in SAMPLES if m.is_control(s)}
+    assert control == {"SessionStart", "SessionEnd", "Interrupt", "ErrorMsg"}
+
+
+def test_messages_are_frozen() -> None:
+    with pytest.raises(AttributeError):
+        m.AgentTurn(text="a").text = "b"  # type: ignore[misc]

@@ -1,0 +1,143 @@
+"""The Ray placement against a local Ray of two CPUs: same results as local, and dead workers."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from tamesu.actors.graph import GraphOutcome  # noqa: E402
+from tamesu.actors.placement.local import LocalPlacement  # noqa: E402
+from tamesu.actors.placement.ray import RayPlacement  # noqa: E402
+from tamesu.actors.services import RunServices  # noqa: E402
+
+from . import agents  # noqa: E402
+from .agents import Check, check, make_spec, register  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+register()
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """One local Ray for the module; the test adapters travel to workers by value (they are not installed)."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[agents.__name__])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def placement(local_ray: None) -> Iterator[RayPlacement]:
+    p = RayPlacement(num_workers=2, worker_setup=register, encode_boundary=True)
+    yield p
+    asyncio.run(p.aclose())
+
+
+SECRETS = {"AGENT_TOKEN": "ray-secret-4242"}
+
+
+def specs() -> list:
+    return [
+        make_spec(
+            run_id="story#1",
+            say=["hi", "where is my order", "so {{captured.order}} then", "bye"],
+            capture=[{"name": "order", "regex": r"(ORD-\d+)"}, {"name": "eta", "json_path": "$.eta"}],
+            checks=[
+                ("contains", check({"contains": "ORD-1234"})),
+                ("turns", check({"turns": {"lte": 3}})),
+                ("last", Check("test-last-reply", "You said: bye", on_turn="last")),
+            ],
+        ),
+        make_spec(run_id="greet#1", type="test-greeter", say=["hello", "tool please"], max_turns=1),
+        make_spec(run_id="fail#1", type="test-failing", say=["hi", "fail"]),
+    ]
+
+
+def summary(out: GraphOutcome) -> tuple:
+    t = out.transcript
+    return (
+        [(turn.role, turn.text) for turn in t.turns],
+        len(t.agent_turns()),
+        t.end_reason,
+        t.captures,
+        [(r.name, r.passed, r.error, r.actual) for r in out.results],
+        out.error,
+        out.error_kind,
+        out.retryable,
+    )
+
+
+async def test_the_same_specs_give_the_same_outcomes_on_ray_and_locally(placement: RayPlacement) -> None:
+    services = RunServices.create()
+    try:
+        local = [
+            await LocalPlacement(services, encode_boundary=True).run(s, secrets=SECRETS) for s in specs()
+        ]
+    finally:
+        await services.aclose()
+    remote = await asyncio.gather(*(placement.run(s, secrets=SECRETS) for s in specs()))
+    assert [summary(o) for o in remote] == [summary(o) for o in local]
+    story = remote[0]
+    assert story.transcript.captures == {"order": "ORD-1234", "eta": "3 days"}
+    assert [(r.name, r.passed) for r in story.results] == [
+        ("contains", True),
+        ("turns", False),
+        ("last", True),
+    ]
+    assert (remote[2].error, remote[2].error_kind) == ("503 from agent (Authorization: Bearer ***)", "agent")
+
+
+async def test_secret_values_travel_with_the_call_and_are_redacted(placement: RayPlacement) -> None:
+    spec = make_spec(type="test-failing", say=["fail"])
+    out = await placement.run(spec, secrets={"AGENT_TOKEN": "ray-secret-4242"})
+    assert out.error == "503 from agent (Authorization: Bearer ***)"
+    assert "ray-secret-4242" not in out.transcript.to_json().decode()
+
+
+async def test_a_run_that_outlives_its_timeout_comes_back_with_its_partial_transcript(
+    placement: RayPlacement,
+) -> None:
+    out = await placement.run(make_spec(type="test-hanging", say=["hi", "and?"]), timeout=0.5)
+    assert out.error_kind == "timeout"
+    assert [t.text for t in out.transcript.turns] == ["hi", "You said: hi", "and?", "Let me check that for y"]
+
+
+async def busy_workers(placement: RayPlacement) -> list:
+    """The workers with a run in flight, once there is one."""
+    while True:
+        workers = placement.workers
+        counts = await asyncio.gather(*(w.active.remote() for w in workers))
+        if any(counts):
+            return [w for w, n in zip(workers, counts) if n]
+        await asyncio.sleep(0.05)
+
+
+async def test_cancelling_a_remote_run_hands_its_partial_outcome_to_the_sink(placement: RayPlacement) -> None:
+    received: list[GraphOutcome] = []
+    run = asyncio.create_task(
+        placement.run(make_spec(type="test-hanging", say=["hi", "and?"]), sink=received.append)
+    )
+    await busy_workers(placement)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    [partial] = received
+    assert partial.error_kind == "cancelled"
+    assert partial.transcript.turns[0].text == "hi"
+
+
+async def test_a_killed_worker_gives_a_retryable_error_outcome(placement: RayPlacement) -> None:
+    run = asyncio.create_task(placement.run(make_spec(type="test-hanging", say=["hi", "and?"])))
+    [busy] = await busy_workers(placement)
+    ray.kill(busy)
+    out = await asyncio.wait_for(run, 30)
+    assert (out.error_kind, out.retryable) == ("worker", True)
+    assert out.transcript.end_reason == "error"
+    after = await placement.run(make_spec(say=["still there?"]))
+    assert after.error is None and after.transcript.agent_turns()[0].text == "You said: still there?"
