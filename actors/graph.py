@@ -172,6 +172,7 @@ class RunGraph:
         self.scope.set("session", session)
         self.transcript.session = session
         self.router = self.services.router_for(spec.models)
+        self.recorder.router, self.recorder.ledger = self.router, self.ledger
         ctx = TargetContext(
             name=spec.target_name,
             run_id=spec.run_id,

@@ -93,6 +93,9 @@ class Recorder(Actor):
         self._turn_started: float | None = None
         self._handoff_this_turn = False
         self._skipped: set[str] = set()
+        self.router: Any = None
+        """The run's model router, set by the graph; ``extract`` captures need it."""
+        self.ledger: Any = None
         self._handlers: dict[type, Callable[[Any], Any]] = {
             SessionStart: self._session_start,
             UserTurn: self._user_turn,
@@ -112,6 +115,7 @@ class Recorder(Actor):
     async def handle(self, msg: Message) -> None:
         if isinstance(msg, AgentTurn):
             self._agent_turn(msg)
+            await self._extract(self.transcript.turns[-1])
             await self.send(msg)
             return
         handler = self._handlers.get(type(msg))
@@ -271,9 +275,31 @@ class Recorder(Actor):
                     return None
                 if values:
                     return values[0]
-        if getattr(cap, "extract", None) and not regex and not path:
-            self._skip(cap.name, "extract captures need a model; none is available to the recorder")
         return None
+
+    async def _extract(self, turn: Turn) -> None:
+        """``extract`` captures: a model copies the described value out of the turn (first turn that has it)."""
+        for cap in self.captures:
+            description = getattr(cap, "extract", None)
+            if not description or cap.name in self.transcript.captures or not turn.text.strip():
+                continue
+            if self.router is None or not self.router.model_for("judge"):
+                self._skip(cap.name, "extract captures need a model: set models.judge or models.default")
+                continue
+            from tamesu.errors import TamesuError
+            from tamesu.judging import extract_value
+
+            try:
+                value = await extract_value(self.router, description, turn.text, ledger=self.ledger)
+            except TamesuError as exc:
+                self._skip(cap.name, f"extract failed: {exc}")
+                continue
+            if value is not None:
+                self.transcript.captures[cap.name] = value
+                self.scope.set(f"captured.{cap.name}", value)
+                self.transcript.events.append(
+                    {"type": "captured", "at": self.clock.now(), "name": cap.name, "turn": turn.index}
+                )
 
     def _skip(self, name: str, reason: str) -> None:
         if name not in self._skipped:

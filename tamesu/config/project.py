@@ -176,6 +176,21 @@ class LiveKitConfig(ConfigModel):
     )
 
 
+class ProviderConfig(ConfigModel):
+    """An OpenAI-compatible model server (vLLM, llama.cpp server, LM Studio, a gateway) by name."""
+
+    base_url: str = F(
+        "The server's OpenAI-compatible base URL, ending before /chat/completions.",
+        "http://localhost:8000/v1",
+        min_length=1,
+    )
+    api_key: str | None = F(
+        "The key the server expects, as {{secrets.NAME}}; none when it needs none.",
+        "{{secrets.VLLM_KEY}}",
+        default=None,
+    )
+
+
 class ProjectHooks(ConfigModel):
     """Setup and teardown around a whole tamesu run (every suite)."""
 
@@ -240,6 +255,11 @@ class Project(ConfigModel):
             "api_secret": "{{secrets.LIVEKIT_API_SECRET}}",
         },
         default=None,
+    )
+    providers: dict[str, ProviderConfig] = F(
+        "OpenAI-compatible model servers by name; models then refer to them as NAME/MODEL.",
+        {"vllm": {"base_url": "http://localhost:8000/v1"}},
+        default_factory=dict,
     )
     hooks: ProjectHooks | None = F(
         "Setup and teardown around the whole run.",

@@ -1,0 +1,105 @@
+"""The CLI commands, one module each (``add_arguments(parser)`` and ``run(args) -> int``).
+
+This package stays light on purpose: ``tamesu --help`` and ``tamesu validate`` import it, so only
+the standard library is imported here, and each command imports what it needs inside ``run``.
+Importing ``tamesu.commands.list`` binds the name ``list`` in this module, so code here never
+calls the builtin by that name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TextIO
+
+__all__ = [
+    "COMMANDS",
+    "EXIT_BUDGET",
+    "EXIT_CONFIG",
+    "EXIT_FAILED",
+    "EXIT_INFRA",
+    "EXIT_OK",
+    "add_selection_arguments",
+    "paint",
+    "print_config_errors",
+    "split_list",
+    "table",
+    "use_color",
+]
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INFRA, EXIT_BUDGET = 0, 1, 2, 3, 4
+
+COMMANDS: dict[str, str] = {
+    "run": "run suites against their targets",
+    "validate": "check suites and tamesu.yaml without running anything",
+    "list": "list the tests a run would start (after cases and languages)",
+    "schema": "print the JSON Schema of suites (or of tamesu.yaml)",
+    "init": "create tamesu.yaml and an example suite",
+    "doctor": "show what is installed and what is missing",
+}
+"""Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
+
+_CODES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "bold": "1", "dim": "2"}
+
+
+def use_color(choice: str | None, stream: TextIO | None = None) -> bool:
+    """``--color``: always and never win; auto means a terminal and no NO_COLOR."""
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = stream or sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def paint(text: str, style: str, on: bool) -> str:
+    """ANSI styling without a dependency; a no-op when colour is off."""
+    if not on or style not in _CODES:
+        return text
+    return f"\033[{_CODES[style]}m{text}\033[0m"
+
+
+def split_list(values: Iterable[str] | None) -> list[str]:
+    """Options given several times or comma separated (``--tags a,b --tags c``)."""
+    out: list[str] = []
+    for value in values or ():
+        out.extend(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """The test selection options shared by run and list."""
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="suite files or folders (default: .)")
+    parser.add_argument("--tags", action="append", metavar="TAGS", help="only tests with one of these tags")
+    parser.add_argument(
+        "--exclude-tags", action="append", metavar="TAGS", help="leave out tests with one of these tags"
+    )
+    parser.add_argument(
+        "--filter", metavar="TEXT", help="only tests whose id contains TEXT (or matches /REGEX/)"
+    )
+
+
+def print_config_errors(errors: Sequence[object], *, color: bool, stream: TextIO | None = None) -> None:
+    """``file:line:col: message at path (hint)``, one line each, the location in bold."""
+    out = stream or sys.stdout
+    for e in errors:
+        where, _, rest = str(e).partition(": ")
+        out.write(f"{paint(where, 'bold', color)}: {paint(rest, 'red', color)}\n" if color else f"{e}\n")
+
+
+def table(rows: Sequence[Sequence[str]], *, header: Sequence[str] | None = None, color: bool = False) -> str:
+    """Plain aligned columns; the header is bold when colour is on."""
+    all_rows = [[*header]] if header else []
+    all_rows += [[*r] for r in rows]
+    if not all_rows:
+        return ""
+    widths = [max(len(r[i]) for r in all_rows if i < len(r)) for i in range(max(map(len, all_rows)))]
+    lines = []
+    for n, r in enumerate(all_rows):
+        line = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip()
+        lines.append(paint(line, "bold", color) if header and n == 0 else line)
+    return "\n".join(lines)

@@ -1,0 +1,491 @@
+"""Checks that need the whole suite: names that refer to other parts, templates, files, dates.
+
+The models check each object on its own; these checks run after them, on the validated file, and
+each problem is a located ConfigError. They read the raw mapping (it still carries the key paths
+the position table knows) and the models only where expansion logic lives there.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tamesu.config.errors_map import did_you_mean
+from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
+from tamesu.errors import ConfigError
+from tamesu.templates import DYNAMIC_NAMES, template_names
+
+if TYPE_CHECKING:
+    from tamesu.config.load import LoadedSuite
+
+__all__ = ["ModelNeed", "assertion_lists", "check_model_needs", "check_suite", "model_needs"]
+
+
+@dataclass
+class _Ctx:
+    doc: YamlDoc
+    suite_dir: Path
+    errors: list[ConfigError]
+
+    def error(self, message: str, path: KeyPath, *, hint: str = "", key: bool = False) -> None:
+        pos = self.doc.positions
+        line, col = pos.key(path) if key else pos.value(path)
+        self.errors.append(
+            ConfigError(message, file=self.doc.file, line=line, column=col, path=format_path(path), hint=hint)
+        )
+
+
+def check_suite(loaded: LoadedSuite, doc: YamlDoc, *, update_golden: bool = False) -> list[ConfigError]:
+    """Every cross-reference problem of a validated suite, sorted by position."""
+    ctx = _Ctx(doc, loaded.dir, [])
+    data: dict[str, Any] = doc.data
+    _check_target_refs(ctx, data)
+    _check_assertion_refs(ctx, data)
+    _check_quarantine_dates(ctx, data)
+    files_ok = _check_files(ctx, data, update_golden=update_golden)
+    _check_unique_names(ctx, loaded, files_ok)
+    project = loaded.project
+    _check_templates(
+        ctx,
+        data,
+        project_vars=set((getattr(project, "vars", None) or {}).keys()),
+        secrets=set((getattr(project, "secrets", None) or {}).keys())
+        | set((data.get("secrets") or {}).keys()),
+        case_vars=_case_vars(ctx, data, files_ok),
+    )
+    ctx.errors.extend(check_model_needs(loaded, model_needs(data)))
+    return sorted(ctx.errors, key=lambda e: (e.line or 0, e.column or 0, e.path))
+
+
+def _tests(data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for i, test in enumerate(data.get("tests") or []):
+        if isinstance(test, dict):
+            yield i, test
+
+
+def _check_target_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
+    targets = list((data.get("targets") or {}).keys())
+
+    def check(name: Any, path: KeyPath) -> None:
+        if isinstance(name, str) and name not in targets:
+            hint = did_you_mean(name, targets) or f"targets: {', '.join(targets) or 'none defined'}"
+            ctx.error(f"unknown target '{name}'", path, hint=hint)
+
+    for i, test in _tests(data):
+        check(test.get("target"), ("tests", i, "target"))
+        counterpart = test.get("counterpart")
+        if isinstance(counterpart, dict):
+            check(counterpart.get("target"), ("tests", i, "counterpart", "target"))
+    red_team = data.get("red_team")
+    if isinstance(red_team, dict):
+        check(red_team.get("target"), ("red_team", "target"))
+
+
+def assertion_lists(data: dict[str, Any]) -> Iterator[tuple[KeyPath, list[Any]]]:
+    """Every list of assertions in a suite with its key path (tests, defaults, packs, red_team)."""
+    for i, test in _tests(data):
+        if isinstance(test.get("assert"), list):
+            yield ("tests", i, "assert"), test["assert"]
+    defaults = data.get("defaults")
+    if isinstance(defaults, dict) and isinstance(defaults.get("assert"), list):
+        yield ("defaults", "assert"), defaults["assert"]
+    for name, items in (data.get("packs") or {}).items():
+        if isinstance(items, list):
+            yield ("packs", name), items
+    red_team = data.get("red_team")
+    if isinstance(red_team, dict) and isinstance(red_team.get("assert"), list):
+        yield ("red_team", "assert"), red_team["assert"]
+
+
+def _assertions(data: dict[str, Any]) -> Iterator[tuple[KeyPath, str, Any]]:
+    for path, items in assertion_lists(data):
+        for j, item in enumerate(items):
+            if isinstance(item, dict):
+                for kind, spec in item.items():
+                    if kind != "on_turn":
+                        yield (*path, j, kind), kind, spec
+
+
+def _check_assertion_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
+    from tamesu.config.assertion import BUILTIN_PACKS
+
+    remote = list((data.get("remote_agents") or {}).keys())
+    packs = [*BUILTIN_PACKS, *(data.get("packs") or {}).keys()]
+    for path, kind, spec in _assertions(data):
+        if kind == "pack" and isinstance(spec, str) and spec not in packs:
+            ctx.error(
+                f"unknown pack '{spec}'", path, hint=did_you_mean(spec, packs) or f"packs: {', '.join(packs)}"
+            )
+        elif kind == "delegated_to":
+            name, at = (
+                (spec, path) if isinstance(spec, str) else ((spec or {}).get("agent"), (*path, "agent"))
+            )
+            if isinstance(name, str) and name not in remote:
+                hint = did_you_mean(name, remote) or (
+                    f"remote_agents: {', '.join(remote)}" if remote else "declare it under remote_agents"
+                )
+                ctx.error(f"unknown remote agent '{name}'", at, hint=hint)
+
+
+def _check_quarantine_dates(ctx: _Ctx, data: dict[str, Any]) -> None:
+    """The models check the form; a form such as 2026-02-30 still names no real day."""
+    for i, test in _tests(data):
+        q = test.get("quarantine")
+        until = q.get("until") if isinstance(q, dict) else None
+        if isinstance(until, str):
+            try:
+                _dt.date.fromisoformat(until)
+            except ValueError:
+                ctx.error(
+                    f"expected a real date written YYYY-MM-DD, got '{until}'",
+                    ("tests", i, "quarantine", "until"),
+                )
+
+
+def _is_uri(value: str) -> bool:
+    return "://" in value or value.startswith(("data:", "mailto:"))
+
+
+def _referenced_files(data: dict[str, Any]) -> Iterator[tuple[KeyPath, Any, str]]:
+    """(key path, the path as written, what it is) of every file a suite points at."""
+    for name, target in (data.get("targets") or {}).items():
+        if not isinstance(target, dict):
+            continue
+        yield ("targets", name, "system_file"), target.get("system_file"), "system_file"
+        yield (
+            ("targets", name, "auth", "storage_state"),
+            _get(target, "auth", "storage_state"),
+            "storage_state",
+        )
+    for i, test in _tests(data):
+        yield ("tests", i, "cases_file"), test.get("cases_file"), "cases_file"
+        for k, step in enumerate(_get(test, "scenario", "script") or []):
+            for m, f in enumerate(_get(step, "files") or []):
+                at: KeyPath = ("tests", i, "scenario", "script", k, "files", m)
+                if isinstance(f, str) and not _is_uri(f):
+                    yield at, f, "file"
+                elif isinstance(f, dict):
+                    yield (*at, "path"), f.get("path"), "file"
+        noise = _get(test, "persona", "behaviors", "background_noise")
+        if isinstance(noise, str) and noise.lower().endswith(".wav"):
+            yield ("tests", i, "persona", "behaviors", "background_noise"), noise, "noise file"
+    for path, kind, spec in _assertions(data):
+        if kind == "golden" and isinstance(spec, dict):
+            yield (*path, "file"), spec.get("file"), "golden file"
+
+
+def _check_files(ctx: _Ctx, data: dict[str, Any], *, update_golden: bool) -> set[KeyPath]:
+    """Files must exist next to the suite; returns the key paths whose file is there."""
+    ok: set[KeyPath] = set()
+    for path, value, what in _referenced_files(data):
+        if not isinstance(value, str) or not value or "{{" in value:
+            continue
+        full = Path(value).expanduser()
+        full = full if full.is_absolute() else ctx.suite_dir / full
+        if full.is_file():
+            ok.add(path)
+        elif what == "golden file" and update_golden:
+            continue
+        else:
+            hint = "paths are relative to the suite's folder"
+            if what == "golden file":
+                hint = "create it with tamesu run --update-golden"
+            ctx.error(f"{what} not found: {value}", path, hint=hint)
+    return ok
+
+
+def _case_vars(ctx: _Ctx, data: dict[str, Any], files_ok: set[KeyPath]) -> dict[int, set[str]]:
+    """Per test index, the vars its cases define (inline and cases_file columns or keys)."""
+    from tamesu.runner.expand import read_cases_file
+
+    out: dict[int, set[str]] = {}
+    for i, test in _tests(data):
+        names: set[str] = set()
+        for case in test.get("cases") or []:
+            if isinstance(case, dict):
+                names.update((case.get("vars") or {}).keys())
+        if ("tests", i, "cases_file") in files_ok:
+            try:
+                for row in read_cases_file(ctx.suite_dir / test["cases_file"]):
+                    names.update(row.vars)
+            except ConfigError:
+                pass
+        out[i] = names
+    return out
+
+
+def _check_unique_names(ctx: _Ctx, loaded: LoadedSuite, files_ok: set[KeyPath]) -> None:
+    """Test names must stay unique once every case and language has become a test of its own."""
+    from tamesu.runner.expand import expand_test
+
+    first: dict[str, int] = {}
+    for i, test in enumerate(loaded.suite.tests):
+        name_path: KeyPath = ("tests", i, "name")
+        if test.cases_file and ("tests", i, "cases_file") not in files_ok:
+            ids = [test.name]
+        else:
+            try:
+                ids = [e.test_id for e in expand_test(test, loaded.dir)]
+            except ConfigError as exc:
+                _relocate(ctx, exc, i)
+                continue
+        for test_id in dict.fromkeys(ids):
+            if test_id in first:
+                line = ctx.doc.positions.value(("tests", first[test_id], "name"))[0]
+                ctx.error(
+                    f"duplicate test name '{test_id}' (tests[{first[test_id]}] at line {line} has it too)",
+                    name_path,
+                    hint="every test, case and language must have a name of its own",
+                )
+            else:
+                first[test_id] = i
+
+
+def _relocate(ctx: _Ctx, exc: ConfigError, i: int) -> None:
+    """A problem found while expanding a test: keep the cases file's own position when it has one."""
+    if exc.line is not None and exc.file != "<suite>":
+        ctx.errors.append(exc)
+        return
+    key = "cases_file" if "cases_file" in exc.message or exc.file != "<suite>" else "cases"
+    test = ctx.doc.data["tests"][i]
+    path: KeyPath = ("tests", i, key) if key in test else ("tests", i, "name")
+    ctx.error(exc.message, path, hint=exc.hint)
+
+
+@dataclass
+class ModelNeed:
+    """A part of a suite that cannot run without a model of this role."""
+
+    path: KeyPath
+    role: str
+    why: str
+
+
+def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
+    """Which parts of a suite need which model role (judge, simulator, embedder, default)."""
+    needs: list[ModelNeed] = []
+    for i, test in _tests(data):
+        scenario = test.get("scenario")
+        if isinstance(scenario, dict) and scenario.get("goal"):
+            needs.append(ModelNeed(("tests", i, "scenario", "goal"), "simulator", "a scenario goal"))
+        if isinstance(scenario, dict) and scenario.get("stop_when"):
+            needs.append(ModelNeed(("tests", i, "scenario", "stop_when"), "judge", "a stop_when condition"))
+        for j, cap in enumerate(test.get("capture") or []):
+            if isinstance(cap, dict) and cap.get("extract"):
+                needs.append(
+                    ModelNeed(("tests", i, "capture", j, "extract"), "default", "an extract capture")
+                )
+    roles = {"judge": "judge", "similar_to": "embedder", "grounded": "judge", "evaluator": "judge"}
+    for path, kind, spec in _assertions(data):
+        if kind in roles:
+            needs.append(ModelNeed(path, roles[kind], f"a {kind} assertion"))
+        elif kind == "golden" and isinstance(spec, dict) and spec.get("mode") == "judge":
+            needs.append(ModelNeed(path, "judge", "a golden assertion in judge mode"))
+        elif kind == "handoff" and isinstance(spec, dict) and spec.get("summary"):
+            needs.append(ModelNeed((*path, "summary"), "judge", "a handoff summary rubric"))
+    return needs
+
+
+def check_model_needs(loaded: LoadedSuite, needs: list[ModelNeed]) -> list[ConfigError]:
+    """Hook: errors for parts of the suite that need a model no configuration provides.
+
+    Not an error yet: which models are reachable is decided by the model configuration (models:,
+    providers and credentials), which plugs in here.
+    """
+    return []
+
+
+_BARE_WHERE = {
+    "message": "only in a target's request.body (and a voice target's audio.send)",
+    "session": "only in a target's configuration, its tests and the per-run hooks",
+    "cursor": "only in a target's response.poll",
+    "audio": "only in a voice target's audio.send",
+    "digit": "only in a voice target's messages.dtmf",
+}
+_NAMESPACE_WHERE = {
+    "args": "only in tool results (tools[].result, tool_results, fuzz_tools)",
+    "captured": "only in tests, for names the test's capture list defines",
+    "session": "only for names captured by the target's session.open or request.handshake",
+    "sent": "only in response.poll, for names in request.capture",
+    "listen": "only in a target with response.listen",
+    "sip": "only in sip targets",
+}
+_ANY: None = None
+
+
+@dataclass(frozen=True)
+class _Where:
+    """The template names available at one place of a suite."""
+
+    vars: frozenset[str]
+    members: Mapping[str, frozenset[str] | None]
+    """namespace -> the first segment of the names it offers there (None: any)."""
+    bare: frozenset[str] = frozenset()
+    place: str = ""
+
+    def plus(self, *, bare: Iterable[str] = (), place: str = "", **members: frozenset[str] | None) -> _Where:
+        return replace(
+            self,
+            bare=self.bare | frozenset(bare),
+            members={**self.members, **members},
+            place=place or self.place,
+        )
+
+
+def _keys(value: Any) -> frozenset[str]:
+    return frozenset(value.keys()) if isinstance(value, dict) else frozenset()
+
+
+def _get(value: Any, *keys: str) -> Any:
+    for k in keys:
+        value = value.get(k) if isinstance(value, dict) else None
+    return value
+
+
+def _check_templates(
+    ctx: _Ctx,
+    data: dict[str, Any],
+    *,
+    project_vars: set[str],
+    secrets: set[str],
+    case_vars: dict[int, set[str]],
+) -> None:
+    """``{{name}}`` must name something that exists where the template is rendered."""
+    suite_vars = frozenset(project_vars) | _keys(data.get("vars"))
+    red_vars = _keys(_get(data, "red_team", "vars"))
+    test_vars = {i: _keys(t.get("vars")) | frozenset(case_vars.get(i, ())) for i, t in _tests(data)}
+    captures = {i: frozenset(c["name"] for c in t.get("capture") or [] if isinstance(c, dict) and "name" in c)
+                for i, t in _tests(data)}  # fmt: skip
+    all_vars = suite_vars | red_vars | frozenset().union(*test_vars.values())
+    all_captured = frozenset().union(*captures.values())
+    targets = data.get("targets") or {}
+    session_caps = {name: _session_captures(t) for name, t in targets.items()}
+    base = _Where(
+        vars=all_vars,
+        members={
+            "secrets": frozenset(secrets),
+            "env": _ANY,
+            "faker": _ANY,
+            "remote": _keys(data.get("remote_agents")),
+        },
+        place="here",
+    )
+    anywhere = base.plus(captured=all_captured, session=frozenset().union(*session_caps.values()))
+    for key, value in data.items():
+        if key in ("secrets", "targets", "tests", "hooks"):
+            continue
+        _walk_templates(ctx, value, (key,), anywhere)
+    for key, value in (data.get("hooks") or {}).items():
+        where = base.plus(bare=("session",)) if key.endswith("_each") else base
+        where = where.plus(captured=all_captured) if key == "after_each" else where
+        _walk_templates(ctx, value, ("hooks", key), where)
+    for name, target in targets.items():
+        where = base.plus(
+            bare=("session",), captured=all_captured, session=session_caps[name], place=f"in target '{name}'"
+        )
+        if _get(target, "response", "listen") is not None:
+            where = where.plus(listen=_ANY)
+        if _get(target, "type") == "sip":
+            where = where.plus(sip=_ANY)
+        _walk_target(ctx, target, ("targets", name), where)
+    for i, test in _tests(data):
+        target_caps = session_caps.get(test.get("target"), frozenset())
+        where = replace(base, vars=suite_vars | test_vars[i]).plus(
+            bare=("session",),
+            captured=captures[i],
+            session=target_caps,
+            place=f"in test '{test.get('name', i)}'",
+        )
+        for key, value in test.items():
+            sub = where.plus(args=_ANY) if key == "fuzz_tools" else where
+            _walk_templates(ctx, value, ("tests", i, key), sub)
+
+
+def _session_captures(target: Any) -> frozenset[str]:
+    names = set(_keys(_get(target, "session", "open", "capture")))
+    for step in _get(target, "request", "handshake") or []:
+        names.update(_keys(_get(step, "capture")))
+    return frozenset(names)
+
+
+def _walk_target(ctx: _Ctx, target: Any, path: KeyPath, where: _Where) -> None:
+    if not isinstance(target, dict):
+        return
+    for key, value in target.items():
+        at = (*path, key)
+        if key == "request" and isinstance(value, dict):
+            for sub, v in value.items():
+                _walk_templates(ctx, v, (*at, sub), where.plus(bare=("message",)) if sub == "body" else where)
+        elif key == "response" and isinstance(value, dict):
+            for sub, v in value.items():
+                w = where
+                if sub == "poll":
+                    w = where.plus(bare=("cursor",), sent=_keys(_get(target, "request", "capture")))
+                _walk_templates(ctx, v, (*at, sub), w)
+        elif key == "tool_results":
+            _walk_templates(ctx, value, at, where.plus(args=_ANY))
+        elif key == "tools" and isinstance(value, list):
+            for k, tool in enumerate(value):
+                for sub, v in tool.items() if isinstance(tool, dict) else ():
+                    _walk_templates(
+                        ctx, v, (*at, k, sub), where.plus(args=_ANY) if sub == "result" else where
+                    )
+        elif key == "audio":
+            _walk_templates(ctx, value, at, where.plus(bare=("audio", "message")))
+        elif key == "messages" and isinstance(value, dict):
+            for sub, v in value.items():
+                _walk_templates(ctx, v, (*at, sub), where.plus(bare=("digit",)) if sub == "dtmf" else where)
+        else:
+            _walk_templates(ctx, value, at, where)
+
+
+def _walk_templates(ctx: _Ctx, value: Any, path: KeyPath, where: _Where) -> None:
+    if isinstance(value, str):
+        if "{{" in value:
+            for name in dict.fromkeys(template_names(value)):
+                problem = _template_problem(name, where)
+                if problem:
+                    ctx.error(problem[0], path, hint=problem[1])
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _walk_templates(ctx, v, (*path, k), where)
+    elif isinstance(value, list):
+        for k, v in enumerate(value):
+            _walk_templates(ctx, v, (*path, k), where)
+
+
+def _template_problem(name: str, where: _Where) -> tuple[str, str] | None:
+    """(message, hint) when ``{{name}}`` is not available at ``where``; None when it is."""
+    if name in DYNAMIC_NAMES or name in where.bare:
+        return None
+    ns, dot, member = name.partition(".")
+    if not dot:
+        if name in _BARE_WHERE:
+            return f"{{{{{name}}}}} is not available {where.place}", _BARE_WHERE[name]
+        known = [*DYNAMIC_NAMES, *where.bare, *(f"{n}.x" for n in ("vars", "secrets", "env", "faker"))]
+        return f"unknown template name {{{{{name}}}}}", did_you_mean(name, known)
+    if ns == "vars":
+        if member in where.vars:
+            return None
+        hint = did_you_mean(member, where.vars) or "define it in vars (suite, test, case or tamesu.yaml)"
+        return f"unknown var '{member}' in {{{{{name}}}}}", hint
+    if ns not in where.members:
+        if ns in _NAMESPACE_WHERE:
+            return f"{{{{{name}}}}} is not available {where.place}", _NAMESPACE_WHERE[ns]
+        return f"unknown template name {{{{{name}}}}}", did_you_mean(ns, [*where.members, "vars"])
+    allowed = where.members[ns]
+    first = member.split(".", 1)[0]
+    if allowed is None or first in allowed:
+        return None
+    words = {
+        "secrets": ("secret '{m}' is not declared", "declare it under secrets (suite or tamesu.yaml)"),
+        "captured": ("no capture named '{m}' {p}", "add it to the test's capture list"),
+        "session": ("no session value named '{m}' {p}", _NAMESPACE_WHERE["session"]),
+        "sent": ("no request.capture named '{m}'", _NAMESPACE_WHERE["sent"]),
+        "remote": ("unknown remote agent '{m}'", "declare it under remote_agents"),
+    }
+    message, fallback = words.get(ns, ("{{{{" + name + "}}}} is not available {p}", ""))
+    return message.format(m=first, p=where.place), did_you_mean(first, allowed) or fallback

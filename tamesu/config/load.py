@@ -1,0 +1,327 @@
+"""Loading suites and tamesu.yaml: parse with positions, validate, check, report every error at once.
+
+``load_suite`` is what every command uses; ``validate`` is the public function behind
+``tamesu validate``. Nothing here raises anything but ``ConfigErrors`` for bad input: an unexpected
+failure while loading becomes one ConfigError that names the file, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from tamesu.config.yamlload import Positions, YamlDoc, parse_yaml
+from tamesu.errors import ConfigError, ConfigErrors
+
+if TYPE_CHECKING:
+    from tamesu.config import Project, Suite
+
+__all__ = [
+    "PROJECT_FILE",
+    "LoadedSuite",
+    "ValidationReport",
+    "display_path",
+    "find_project_file",
+    "find_suites",
+    "load_project",
+    "load_suite",
+    "validate",
+    "validate_paths",
+]
+
+PROJECT_FILE = "tamesu.yaml"
+_SUITE_KEY = re.compile(r"^suite\s*:", re.MULTILINE)
+_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "tamesu-runs"}
+
+M = TypeVar("M")
+
+
+@dataclass
+class LoadedSuite:
+    """A validated suite with where it came from and the project it was checked against."""
+
+    suite: Suite
+    path: Path
+    dir: Path
+    project: Project | None = None
+    project_dir: Path | None = None
+    positions: Positions = field(default_factory=Positions)
+    """Where each key path of the suite file is written, for errors found later (at run time)."""
+    file: str = ""
+    """The suite's name in messages: relative to the working directory when it is below it."""
+
+    def where(self, *path: str | int) -> tuple[str, int, int]:
+        """(file, line, column) of a key path, for errors that surface after loading."""
+        line, col = self.positions.value(path)
+        return self.file or str(self.path), line, col
+
+
+@dataclass
+class ValidationReport:
+    """What ``tamesu validate`` prints: the suites that loaded, and every error found."""
+
+    suites: list[LoadedSuite] = field(default_factory=list)
+    errors: list[ConfigError] = field(default_factory=list)
+
+    @property
+    def tests(self) -> int:
+        return sum(len(s.suite.tests) for s in self.suites)
+
+
+def display_path(path: Path) -> str:
+    """A path as users want to see it in messages: relative to the working directory when below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _read_doc(path: Path, file: str) -> YamlDoc:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigErrors([ConfigError("file not found", file=file)]) from None
+    except IsADirectoryError:
+        raise ConfigErrors([ConfigError("is a folder, not a YAML file", file=file)]) from None
+    except OSError as exc:
+        raise ConfigErrors([ConfigError(f"cannot read the file: {exc.strerror or exc}", file=file)]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigErrors([ConfigError(f"the file is not UTF-8 text ({exc.reason})", file=file)]) from None
+    return parse_yaml(text, file=file)
+
+
+def _validate_model(model: type[M], doc: YamlDoc, what: str) -> M:
+    """``model.model_validate`` with every error located in the file."""
+    from pydantic import ValidationError
+
+    from tamesu.config.errors_map import validation_errors
+
+    if not isinstance(doc.data, dict):
+        found = "an empty file" if doc.data is None else f"a {type(doc.data).__name__}"
+        raise ConfigErrors(
+            [ConfigError(f"{what} must be a mapping of keys, found {found}", file=doc.file, line=1, column=1)]
+        )
+    try:
+        return model.model_validate(doc.data)  # type: ignore[attr-defined, no-any-return]
+    except ValidationError as exc:
+        raise ConfigErrors(validation_errors(exc, doc, model)) from None
+
+
+def _guarded(file: str, load: Callable[[], M]) -> M:
+    """Run a load step; anything but ConfigErrors becomes one ConfigError naming the file."""
+    try:
+        return load()
+    except ConfigErrors:
+        raise
+    except ConfigError as exc:
+        raise ConfigErrors([exc]) from None
+    except RecursionError:
+        raise ConfigErrors([ConfigError("the file is nested too deeply to load", file=file)]) from None
+    except Exception as exc:
+        raise ConfigErrors(
+            [
+                ConfigError(
+                    f"could not load the file: {type(exc).__name__}: {exc}",
+                    file=file,
+                    hint="this is a bug in tamesu; please report it with the file",
+                )
+            ]
+        ) from None
+
+
+_project_cache: dict[tuple[str, int, int], Project] = {}
+
+
+def find_project_file(start: Path | str) -> Path | None:
+    """tamesu.yaml in ``start`` (a folder or a file's folder) or the nearest parent that has one."""
+    here = Path(start).resolve()
+    if here.is_file():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_project(start: Path | str) -> tuple[Project, Path] | None:
+    """The project (tamesu.yaml) that ``start`` belongs to and its folder; None when there is none."""
+    path = find_project_file(start)
+    if path is None:
+        return None
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _project_cache:
+        file = display_path(path)
+
+        def load() -> Project:
+            from tamesu.config import Project
+
+            return _validate_model(Project, _read_doc(path, file), "tamesu.yaml")
+
+        _project_cache[key] = _guarded(file, load)
+    return _project_cache[key], path.parent
+
+
+def _resolve_project(
+    project: tuple[Project, Path] | Project | Literal[False] | None, suite_dir: Path
+) -> tuple[Project | None, Path | None]:
+    if project is False:
+        return None, None
+    if project is None:
+        found = load_project(suite_dir)
+        return found if found else (None, None)
+    if isinstance(project, tuple):
+        return project[0], project[1]
+    return project, suite_dir
+
+
+def load_suite(
+    path: Path | str,
+    *,
+    project: tuple[Project, Path] | Project | Literal[False] | None = None,
+    update_golden: bool = False,
+) -> LoadedSuite:
+    """Load, validate and check one suite; raises ConfigErrors with every problem found.
+
+    ``project`` is what ``load_project`` returned, a Project (its folder taken to be the suite's),
+    None to look for tamesu.yaml from the suite's folder up, or False for no project.
+    ``update_golden`` accepts golden files that do not exist yet (the run is about to write them).
+    """
+    path = Path(path)
+    file = display_path(path)
+    suite_dir = path.resolve().parent
+    proj, proj_dir = _resolve_project(project, suite_dir)
+
+    def load() -> LoadedSuite:
+        from tamesu.config import Suite
+        from tamesu.config.checks import check_suite
+
+        doc = _read_doc(path, file)
+        suite = _validate_model(Suite, doc, "a suite")
+        loaded = LoadedSuite(suite, path, suite_dir, proj, proj_dir, doc.positions, file)
+        errors = check_suite(loaded, doc, update_golden=update_golden)
+        if errors:
+            raise ConfigErrors(errors)
+        return loaded
+
+    return _guarded(file, load)
+
+
+def _has_suite_key(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return bool(_SUITE_KEY.search(f.read(65536)))
+    except OSError:
+        return False
+
+
+def _walk_yaml(folder: Path) -> Iterator[Path]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith((".yaml", ".yml")) and name != PROJECT_FILE:
+                yield Path(root) / name
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A ``suites`` glob as a regex on paths relative to the project: ``**/`` spans folders.
+
+    Matching while walking (rather than ``Path.glob``) lets the walk skip .venv, node_modules and
+    hidden folders, which a ``**`` glob would otherwise search through.
+    """
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out)
+
+
+def find_suites(paths: Iterable[Path | str]) -> list[Path]:
+    """The suite files named by ``paths``: files as given; folders through the project's ``suites``
+    globs, else every ``*.yaml`` / ``*.yml`` below them with a top-level ``suite:`` key."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if not p.is_dir():
+            out.append(p)
+            continue
+        globs = _project_globs(p)
+        if globs is not None:
+            root, patterns = globs
+            matchers = [_glob_regex(g) for g in patterns]
+            out.extend(
+                f
+                for f in _walk_yaml(root)
+                if any(m.fullmatch(f.relative_to(root).as_posix()) for m in matchers)
+            )
+        else:
+            out.extend(f for f in _walk_yaml(p) if _has_suite_key(f))
+    seen: set[Path] = set()
+    unique = []
+    for f in out:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def _project_globs(folder: Path) -> tuple[Path, list[str]] | None:
+    """The project's ``suites`` globs when ``folder`` is the project's folder and it sets them."""
+    candidate = folder / PROJECT_FILE
+    if not candidate.is_file():
+        return None
+    found = load_project(folder)
+    if not found:
+        return None
+    patterns = getattr(found[0], "suites", None)
+    if not patterns:
+        return None
+    return found[1], [patterns] if isinstance(patterns, str) else list(patterns)
+
+
+def validate_paths(paths: Iterable[Path | str] = (".",), *, update_golden: bool = False) -> ValidationReport:
+    """Load every suite under ``paths`` and gather every error (project files included, once each)."""
+    report = ValidationReport()
+    paths = list(paths) or ["."]
+    seen_errors: set[str] = set()
+
+    def add(errors: Iterable[ConfigError]) -> None:
+        for e in errors:
+            if str(e) not in seen_errors:
+                seen_errors.add(str(e))
+                report.errors.append(e)
+
+    try:
+        files = find_suites(paths)
+    except ConfigErrors as exc:
+        add(exc.errors)
+        return report
+    if not files:
+        add([ConfigError("no suites found (a suite is a YAML file with a top-level suite: key)", file=str(p))
+             for p in paths])  # fmt: skip
+    for f in files:
+        try:
+            report.suites.append(load_suite(f, update_golden=update_golden))
+        except ConfigErrors as exc:
+            add(exc.errors)
+    return report
+
+
+def validate(paths: Iterable[Path | str] | Path | str = (".",)) -> list[ConfigError]:
+    """Every problem in the suites (files or folders) named by ``paths``; an empty list when all is well."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    return validate_paths(paths).errors
