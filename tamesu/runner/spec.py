@@ -87,3 +87,5 @@ class RunResult(msgspec.Struct, kw_only=True):
     transcript_file: str | None = None
     quarantine: str | None = None
     turns: int = 0
+    final: bool = True
+    """False on an attempt that the scheduler retries; ``--resume`` redoes runs with no final result."""

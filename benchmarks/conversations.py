@@ -1,0 +1,256 @@
+"""How fast tamesu drives conversations, beside a bare aiohttp client doing the same requests.
+
+    python benchmarks/conversations.py                   # 1000 three-turn conversations, concurrency 32
+    python benchmarks/conversations.py --no-ray --profile
+
+The agent is a loopback aiohttp server that answers at once (its own process, so its CPU time is
+not the client's). Three clients run the same 1000 scripted conversations of three turns:
+
+- ``bare``: one aiohttp ClientSession posting the three messages of each conversation in turn;
+- ``tamesu``: ``tamesu.runner.api.run_async`` (plan, scheduler, local placement, run graph,
+  assertions, results store with fsync per run and a transcript file per run);
+- ``tamesu_ray``: the same on an embedded local Ray (``--ray``), unless ``--no-ray``.
+
+Figures go to stdout and to benchmarks/results/conversations.json. ``--profile`` runs the tamesu
+client under cProfile and prints where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "conversations.json"
+TURNS = ("hello", "where is my order?", "thanks, bye")
+
+SUITE = """
+suite: bench
+targets:
+  api:
+    type: rest
+    url: "{url}/chat"
+    request: {{ body: {{ session_id: "{{{{session}}}}", message: "{{{{message}}}}" }} }}
+    response: {{ text: $.reply }}
+tests:
+  - name: three turns
+    target: api
+    scenario:
+      max_turns: 3
+      script: [ {{ say: "{t1}" }}, {{ say: "{t2}" }}, {{ say: "{t3}" }} ]
+    assert:
+      - contains: "you said"
+"""
+
+
+def serve_agent() -> None:
+    """The agent: answers every POST at once with ``{"reply": "you said ..."}``."""
+    from aiohttp import web
+
+    async def chat(request: web.Request) -> web.Response:
+        body = await request.json()
+        return web.json_response(
+            {"reply": f"you said {body.get('message', '')}", "session_id": body.get("session_id")}
+        )
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_post("/chat", chat)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0, backlog=1024).start()
+        print(f"listening on http://127.0.0.1:{runner.addresses[0][1]}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        import uvloop  # type: ignore[import-not-found]
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(main())
+
+
+def start_agent() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-agent"], stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise SystemExit(f"the benchmark agent did not start: {line!r}")
+    return proc, line.removeprefix("listening on ")
+
+
+async def bare(url: str, conversations: int, concurrency: int) -> dict[str, float]:
+    """The same requests with nothing around them: the ceiling tamesu is measured against."""
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=concurrency * 2)
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(conversations):
+        queue.put_nowait(i)
+    ok = 0
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        nonlocal ok
+        while True:
+            try:
+                i = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            replies = []
+            for text in TURNS:
+                async with session.post(f"{url}/chat", json={"session_id": f"s{i}", "message": text}) as resp:
+                    replies.append((await resp.json())["reply"])
+            ok += all("you said" in r for r in replies)
+
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await worker_warmup(session, url)
+        cpu, start = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    assert ok == conversations, f"bare client: {ok}/{conversations} conversations answered"
+    return {"seconds": wall, "cpu_seconds": cpu}
+
+
+async def worker_warmup(session: Any, url: str) -> None:
+    async with session.post(f"{url}/chat", json={"message": "warm up"}) as resp:
+        await resp.read()
+
+
+async def with_tamesu(url: str, conversations: int, concurrency: int, *, ray: bool) -> dict[str, float]:
+    """``tamesu.run`` on a suite of one test repeated ``conversations`` times; timed from the first
+    run started to the last run recorded (loading, Ray start-up and reports are left out)."""
+    from tamesu.runner.api import run_async
+    from tamesu.runner.scheduler import Reporter
+
+    class Clock(Reporter):
+        start = end = 0.0
+        cpu = 0.0
+
+        def started(self, total: int) -> None:
+            self.start, self.cpu = time.perf_counter(), time.process_time()
+
+        def run_finished(self, result: Any) -> None:
+            self.end = time.perf_counter()
+            self.cpu_end = time.process_time()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        suite = Path(tmp) / "bench.yaml"
+        suite.write_text(SUITE.format(url=url, t1=TURNS[0], t2=TURNS[1], t3=TURNS[2]))
+        clock = Clock()
+        result = await run_async(
+            [suite], reporter=clock, argv=["bench"], repeat=conversations, concurrency=concurrency,
+            ray=ray, output=Path(tmp) / "runs",
+        )  # fmt: skip
+        lines = len((result.run_dir / "results.jsonl").read_text().splitlines())  # type: ignore[operator]
+    passed = sum(1 for r in result.results if r.outcome == "passed")
+    if passed != conversations or lines != conversations:
+        errors = {r.error for r in result.results if r.error}
+        raise SystemExit(
+            f"tamesu: {passed}/{conversations} passed, {lines} results recorded; errors: {errors}"
+        )
+    return {"seconds": clock.end - clock.start, "cpu_seconds": clock.cpu_end - clock.cpu}
+
+
+def figures(
+    name: str, measured: dict[str, float], conversations: int, base: dict[str, float] | None
+) -> dict[str, Any]:
+    turns = conversations * len(TURNS)
+    out: dict[str, Any] = {
+        "client": name,
+        "seconds": round(measured["seconds"], 3),
+        "conversations_per_s": round(conversations / measured["seconds"], 1),
+        "turns_per_s": round(turns / measured["seconds"], 1),
+        "wall_ms_per_turn": round(measured["seconds"] * 1000 / turns, 3),
+        "client_cpu_ms_per_turn": round(measured["cpu_seconds"] * 1000 / turns, 3),
+    }
+    if base is not None:
+        out["overhead_ms_per_turn"] = round((measured["seconds"] - base["seconds"]) * 1000 / turns, 3)
+        out["overhead_cpu_ms_per_turn"] = round(
+            (measured["cpu_seconds"] - base["cpu_seconds"]) * 1000 / turns, 3
+        )
+        out["rate_vs_bare"] = round(base["seconds"] / measured["seconds"], 3)
+    return out
+
+
+def profile(url: str, conversations: int, concurrency: int, top: int = 30) -> None:
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    asyncio.run(with_tamesu(url, conversations, concurrency, ray=False))
+    prof.disable()
+    out = Path(tempfile.gettempdir()) / "tamesu-conversations.prof"
+    prof.dump_stats(out)
+    print(f"\ncProfile of the tamesu client ({out}), by own time:")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--no-ray", action="store_true", help="skip the Ray measurement")
+    parser.add_argument("--profile", action="store_true", help="profile the tamesu client with cProfile")
+    parser.add_argument("--serve-agent", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    if args.serve_agent:
+        serve_agent()
+        return 0
+
+    agent, url = start_agent()
+    try:
+        n, c = args.conversations, args.concurrency
+        base = asyncio.run(bare(url, n, c))
+        rows = [figures("bare aiohttp", base, n, None)]
+        rows.append(figures("tamesu (local)", asyncio.run(with_tamesu(url, n, c, ray=False)), n, base))
+        if not args.no_ray:
+            try:
+                rows.append(figures("tamesu (ray)", asyncio.run(with_tamesu(url, n, c, ray=True)), n, base))
+            except ImportError as exc:
+                print(f"ray skipped: {exc}", file=sys.stderr)
+        report = {
+            "conversations": n,
+            "turns_per_conversation": len(TURNS),
+            "concurrency": c,
+            "cpus": os.cpu_count(),
+            "load_average_1m": round(os.getloadavg()[0], 2),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "results": rows,
+        }
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"{n} conversations x {len(TURNS)} turns, concurrency {c}, {os.cpu_count()} CPUs")
+        for row in rows:
+            extra = (
+                f"  {row['rate_vs_bare']:.2f}x bare, +{row['overhead_ms_per_turn']:.2f} ms/turn"
+                if "rate_vs_bare" in row
+                else ""
+            )
+            print(f"  {row['client']:<16} {row['conversations_per_s']:>8.1f} conversations/s{extra}")
+        print(f"written to {args.output}")
+        if args.profile:
+            profile(url, n, c)
+    finally:
+        agent.terminate()
+        agent.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

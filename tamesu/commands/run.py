@@ -1,0 +1,118 @@
+"""``tamesu run``: run suites against their targets; a thin layer over ``tamesu.run()``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tamesu.commands import add_selection_arguments, split_list
+
+__all__ = ["add_arguments", "run"]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _duration(text: str) -> float:
+    from tamesu.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_selection_arguments(parser)
+    parser.add_argument(
+        "-j",
+        "--concurrency",
+        type=_positive,
+        metavar="N",
+        help="runs in flight at once (default: tamesu.yaml, else 4)",
+    )
+    parser.add_argument(
+        "--per-target",
+        type=_positive,
+        metavar="N",
+        help="runs in flight against one target (default: --concurrency)",
+    )
+    parser.add_argument(
+        "--repeat", type=_positive, metavar="N", help="run every test N times (overrides repeat)"
+    )
+    parser.add_argument(
+        "--timeout", type=_duration, metavar="DURATION", help="time limit of every run (e.g. 90s)"
+    )
+    parser.add_argument(
+        "--seed", type=int, metavar="N", help="seed the simulated users and {{faker.*}} values"
+    )
+    parser.add_argument("--ray", action="store_true", help="run on an embedded local Ray")
+    parser.add_argument("--address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)")
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="DIR",
+        help="continue an interrupted invocation (default: the latest run directory of these suites)",
+    )
+    parser.add_argument(
+        "--output", metavar="DIR", help="where run directories go (default: tamesu.yaml output)"
+    )
+    parser.add_argument("--junit", metavar="PATH", help="also write JUnit XML to PATH")
+    parser.add_argument("--json", metavar="PATH", help="also write the whole invocation as JSON to PATH")
+    parser.add_argument(
+        "--update-golden", action="store_true", help="write golden files instead of comparing"
+    )
+    parser.add_argument("--fail-fast", action="store_true", help="start no new run after the first failure")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only problems and the totals")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tamesu.reports.console import ConsoleReporter
+    from tamesu.runner.api import run as run_suites
+    from tamesu.secrets import Redactor
+
+    redactor = Redactor()
+    color = getattr(args, "use_color", None)
+    reporter = ConsoleReporter(
+        color=color if isinstance(color, bool) else getattr(args, "color", "auto"),
+        quiet=args.quiet,
+        redactor=redactor,
+    )
+    resume = args.resume if args.resume in (True, False) else str(args.resume)
+    if isinstance(resume, str) and resume.lower() in ("true", "1", "yes"):
+        resume = True
+    elif isinstance(resume, str) and resume.lower() in ("false", "0", "no", ""):
+        resume = False
+    try:
+        result = run_suites(
+            args.paths,
+            reporter=reporter,
+            redactor=redactor,
+            argv=["tamesu", *sys.argv[1:]],
+            concurrency=args.concurrency,
+            per_target=args.per_target,
+            tags=split_list(args.tags),
+            exclude_tags=split_list(args.exclude_tags),
+            filter=args.filter,
+            repeat=args.repeat,
+            timeout=args.timeout,
+            seed=args.seed,
+            ray=args.ray,
+            address=args.address,
+            resume=resume,
+            output=args.output,
+            junit=args.junit,
+            json=args.json,
+            update_golden=args.update_golden,
+            fail_fast=args.fail_fast,
+        )
+    finally:
+        reporter.close()
+    reporter.summary(result)
+    return result.exit_code

@@ -1,0 +1,239 @@
+"""The console: a live progress bar while runs go, then a summary a person can act on.
+
+Rich is imported only when a reporter is made, so ``import tamesu`` stays light. On a terminal
+there is a progress bar (done/total, passed, failed, errors, elapsed, ETA); anywhere else (CI logs,
+pipes) one plain line per finished run. The summary is a table per test, then for each failure
+the failing assertion with expected vs seen and the last turns of the conversation, then each
+error's message, then one line of totals. Every string printed passes through the redactor.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from tamesu.reports.junit import assertion_line
+from tamesu.runner.scheduler import Reporter
+
+if TYPE_CHECKING:
+    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.spec import RunResult
+    from tamesu.runner.verdict import TestVerdict
+    from tamesu.secrets import Redactor
+    from tamesu.transcript import Turn
+
+__all__ = ["ConsoleReporter", "final_line"]
+
+LAST_TURNS = 3
+_STYLE = {"passed": "green", "failed": "red", "error": "yellow", "quarantined": "magenta", "not_run": "dim"}
+_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "quarantined": "QUAR", "not_run": "SKIP"}
+
+
+def final_line(result: InvocationResult) -> str:
+    """``3 passed, 1 failed, 0 errors (+1 quarantined)``."""
+    c = result.counts
+    text = f"{c['passed']} passed, {c['failed']} failed, {c['error']} error{'s' * (c['error'] != 1)}"
+    extra = [f"{c[k]} {k.replace('_', ' ')}" for k in ("quarantined", "not_run") if c[k]]
+    if extra:
+        text += f" (+{', '.join(extra)})"
+    if result.interrupted:
+        text += "; interrupted"
+    if result.budget_exceeded:
+        text += f"; budget exceeded: {result.budget_exceeded}"
+    return text
+
+
+class ConsoleReporter(Reporter):
+    """Progress and summary on a stream (stdout by default).
+
+    ``color``: ``auto`` (a terminal without NO_COLOR), ``always``, ``never``, or a bool.
+    ``quiet`` prints only the summary's final lines and the problems.
+    """
+
+    def __init__(
+        self,
+        *,
+        color: str | bool = "auto",
+        quiet: bool = False,
+        redactor: Redactor | None = None,
+        stream: TextIO | None = None,
+        width: int | None = None,
+    ) -> None:
+        from rich.console import Console
+
+        self.stream = stream or sys.stdout
+        self.redactor = redactor
+        self.quiet = quiet
+        tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        if isinstance(color, bool):
+            colored = color
+        else:
+            colored = color == "always" or (color == "auto" and tty and not os.environ.get("NO_COLOR"))
+        self.live = tty and not quiet
+        self.console = Console(
+            file=self.stream,
+            force_terminal=colored or self.live,
+            no_color=not colored,
+            color_system="auto" if colored else None,
+            highlight=False,
+            emoji=False,
+            width=width or (None if tty else 120),
+        )
+        self._progress: Any = None
+        self._task: Any = None
+        self._tally = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0}
+
+    def _r(self, text: str) -> str:
+        return self.redactor.redact(text) if self.redactor else text
+
+    def _text(self, text: str, style: str = "") -> Any:
+        from rich.text import Text
+
+        return Text(self._r(text), style=style)
+
+    def started(self, total: int) -> None:
+        if not self.live or total == 0:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("running"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[tally]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task("runs", total=total, tally=self._tally_text())
+
+    def _tally_text(self) -> str:
+        t = self._tally
+        text = f"[green]{t['passed']} passed[/] [red]{t['failed']} failed[/] [yellow]{t['error']} errors[/]"
+        return text + (f" [magenta]{t['quarantined']} quarantined[/]" if t["quarantined"] else "")
+
+    def run_finished(self, result: RunResult) -> None:
+        if not result.final:
+            if not self.quiet and not self.live:
+                self.console.print(
+                    self._text(f"RETRY {result.run_id}: {result.error or result.outcome}", "yellow")
+                )
+            return
+        self._tally[result.outcome] = self._tally.get(result.outcome, 0) + 1
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, tally=self._tally_text())
+        elif not self.quiet:
+            line = f"{_MARK.get(result.outcome, result.outcome):<5} {result.suite} / {result.run_id}"
+            line += f"  {result.duration:.2f}s"
+            self.console.print(self._text(line, _STYLE.get(result.outcome, "")))
+
+    def note(self, text: str) -> None:
+        self.console.print(self._text(f"note: {text}", "yellow"))
+
+    def close(self) -> None:
+        """Take the progress bar down (also when the invocation ended in an exception)."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def summary(self, result: InvocationResult) -> None:
+        """The table of tests, the failures and errors in detail, and the totals."""
+        self.close()
+        if not self.quiet and result.tests:
+            self.console.print(self._table(result))
+        for t in result.tests:
+            if t.verdict == "failed":
+                self._failure(t, result.run_dir)
+            elif t.verdict == "error":
+                self._error(t)
+        style = "red" if result.exit_code else "green"
+        self.console.print(self._text(final_line(result), f"bold {style}"))
+        if result.run_dir is not None:
+            self.console.print(self._text(f"results in {_shown(result.run_dir)}", "dim"))
+
+    def _table(self, result: InvocationResult) -> Any:
+        from rich import box
+        from rich.table import Table
+
+        table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
+        for header in ("verdict", "test", "passes", "duration", "target"):
+            table.add_column(header, overflow="fold")
+        several = len(result.suites) > 1
+        for t in result.tests:
+            name = f"{t.suite} / {t.test_id}" if several else t.test_id
+            table.add_row(
+                self._text(_MARK[t.verdict], _STYLE[t.verdict]),
+                self._text(name),
+                self._text(t.pass_count),
+                self._text(f"{t.duration:.2f}s"),
+                self._text(t.target),
+            )
+        return table
+
+    def _failure(self, t: TestVerdict, run_dir: Path | None) -> None:
+        self.console.print()
+        self.console.print(self._text(f"FAIL {t.suite} / {t.test_id} ({t.pass_count})", "bold red"))
+        shown = 0
+        for r in sorted(t.runs, key=lambda r: r.repeat_index):
+            bad = [a for a in r.assertions if not a.passed]
+            if r.outcome not in ("failed", "quarantined") or not bad:
+                continue
+            prefix = f"  run {r.repeat_index + 1}: " if t.repeats > 1 else "  "
+            for a in bad:
+                self.console.print(self._text(prefix + assertion_line(a), "red"))
+            if shown == 0:
+                self._last_turns(r, run_dir)
+            shown += 1
+
+    def _last_turns(self, r: RunResult, run_dir: Path | None) -> None:
+        turns = _load_turns(r, run_dir)
+        if not turns:
+            return
+        self.console.print(self._text(f"  last {min(LAST_TURNS, len(turns))} turn(s):", "dim"))
+        for turn in turns[-LAST_TURNS:]:
+            who = "user " if turn.role == "user" else "agent"
+            text = " ".join(turn.text.split())
+            if len(text) > 300:
+                text = text[:297] + "..."
+            self.console.print(self._text(f"    {who}: {text}", "dim" if turn.role == "user" else ""))
+
+    def _error(self, t: TestVerdict) -> None:
+        self.console.print()
+        self.console.print(self._text(f"ERROR {t.suite} / {t.test_id} ({t.pass_count})", "bold yellow"))
+        seen: set[str] = set()
+        for r in sorted(t.runs, key=lambda r: r.repeat_index):
+            messages = [r.error] if r.error else [assertion_line(a) for a in r.assertions if a.error]
+            for message in messages:
+                if message and message not in seen:
+                    seen.add(message)
+                    self.console.print(self._text(f"  {message}", "yellow"))
+
+
+def _load_turns(r: RunResult, run_dir: Path | None) -> list[Turn]:
+    if not r.transcript_file or run_dir is None:
+        return []
+    from tamesu.transcript import Transcript
+
+    try:
+        return Transcript.from_json((run_dir / r.transcript_file).read_bytes()).turns
+    except (OSError, ValueError):
+        return []
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,90 @@
+"""``--json PATH`` and the run directory's summary.json: the invocation as plain, redacted JSON.
+
+The JSON report holds everything (tests, verdicts, every run with its assertion results and
+metrics) so that other tools never need to read results.jsonl; the summary is the same without
+the runs, small enough to read at a glance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:
+    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.verdict import TestVerdict
+    from tamesu.secrets import Redactor
+
+__all__ = ["VERDICTS", "counts", "invocation_dict", "summary", "write_json"]
+
+VERDICTS = ("passed", "failed", "error", "quarantined", "not_run")
+
+
+def counts(tests: Iterable[TestVerdict]) -> dict[str, int]:
+    """Tests per verdict, every verdict present (zero when none)."""
+    out = dict.fromkeys(VERDICTS, 0)
+    for t in tests:
+        out[t.verdict] += 1
+    return out
+
+
+def _test(t: TestVerdict, *, runs: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "suite": t.suite,
+        "test_id": t.test_id,
+        "test_name": t.test_name,
+        "target": t.target,
+        "verdict": t.verdict,
+        "passed": t.passed,
+        "repeats": t.repeats,
+        "pass_threshold": t.pass_threshold,
+        "pass_count": t.pass_count,
+        "quarantine": t.quarantine,
+        "duration": round(t.duration, 3),
+    }
+    if runs:
+        data["runs"] = [msgspec.to_builtins(r) for r in sorted(t.runs, key=lambda r: r.repeat_index)]
+    return data
+
+
+def summary(result: InvocationResult) -> dict[str, Any]:
+    """The invocation without its runs: what summary.json holds."""
+    return {
+        "suites": result.suites,
+        "run_dir": str(result.run_dir) if result.run_dir else None,
+        "started_at": result.settings.get("started_at"),
+        "duration": round(result.duration, 3),
+        "exit_code": result.exit_code,
+        "interrupted": result.interrupted,
+        "budget_exceeded": result.budget_exceeded,
+        "resumed": result.resumed,
+        "counts": counts(result.tests),
+        "runs": len(result.results),
+        "attempts": len(result.attempts),
+        "tests": [_test(t, runs=False) for t in result.tests],
+    }
+
+
+def invocation_dict(result: InvocationResult, *, redactor: Redactor | None = None) -> dict[str, Any]:
+    """The whole invocation: settings, verdicts, runs, assertion results and metrics."""
+    data = summary(result)
+    data["settings"] = result.settings
+    data["tests"] = [_test(t, runs=True) for t in result.tests]
+    return redactor.redact_obj(data) if redactor else data  # type: ignore[no-any-return]
+
+
+def write_json(
+    result: InvocationResult, path: str | os.PathLike[str], *, redactor: Redactor | None = None
+) -> Path:
+    """Write the JSON report (parent folders are made); returns the path written."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(invocation_dict(result, redactor=redactor), indent=2, default=str) + "\n")
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,148 @@
+"""``--junit PATH``: JUnit XML as Jenkins, GitLab and GitHub test reporters read it.
+
+One ``<testsuite>`` per suite and one ``<testcase>`` per expanded test: repeats are folded into
+the test's verdict, with the pass count and each run's outcome in ``<system-out>``. A failed test
+carries ``<failure>`` (the assertion messages), an infrastructure error ``<error>``, a quarantined
+or unrun test ``<skipped>``. Everything written passes through the redactor.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tamesu.assertions.base import AssertionResult
+    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.spec import RunResult
+    from tamesu.runner.verdict import TestVerdict
+    from tamesu.secrets import Redactor
+
+__all__ = ["assertion_line", "junit_xml", "write_junit"]
+
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_SHORT = 200
+
+
+def _clean(text: str, redactor: Redactor | None) -> str:
+    text = redactor.redact(text) if redactor else text
+    return _INVALID_XML.sub("?", text)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHORT else text[: _SHORT - 3] + "..."
+
+
+def assertion_line(a: AssertionResult) -> str:
+    """``contains: expected '30 days', seen 'no idea' (message)``: one failed assertion in one line."""
+    seen = []
+    if a.expected is not None:
+        seen.append(f"expected {_short(a.expected)}")
+    if a.actual is not None:
+        seen.append(f"seen {_short(a.actual)}")
+    text = f"{a.name}: {', '.join(seen)}"
+    if a.message:
+        text += f" ({a.message})" if seen else a.message
+    return text
+
+
+def _run_label(r: RunResult) -> str:
+    label = f"run {r.repeat_index + 1}"
+    return label + (f" (attempt {r.attempt})" if r.attempt > 1 else "")
+
+
+def _details(t: TestVerdict) -> tuple[str, str]:
+    """(message, text) of the failure or error element."""
+    lines: list[str] = []
+    first = ""
+    for r in sorted(t.runs, key=lambda r: r.repeat_index):
+        if r.error:
+            lines.append(f"{_run_label(r)}: error: {r.error}")
+            first = first or r.error
+        for a in r.assertions:
+            if not a.passed:
+                line = assertion_line(a)
+                lines.append(f"{_run_label(r)}: {line}")
+                first = first or line
+    return first.splitlines()[0] if first else t.verdict, "\n".join(lines)
+
+
+def _system_out(t: TestVerdict) -> str:
+    lines = [t.pass_count]
+    for r in sorted(t.runs, key=lambda r: r.repeat_index):
+        line = f"{_run_label(r)}: {r.outcome} in {r.duration:.2f}s, {r.turns} agent turn(s)"
+        if r.transcript_file:
+            line += f", transcript {r.transcript_file}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def junit_xml(result: InvocationResult, *, redactor: Redactor | None = None) -> ET.Element:
+    """The ``<testsuites>`` element of an invocation."""
+    root = ET.Element("testsuites", name="tamesu")
+    stamp = datetime.fromtimestamp(result.started_at or 0, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    host = socket.gethostname()
+    by_suite: dict[str, list[TestVerdict]] = {}
+    for t in result.tests:
+        by_suite.setdefault(t.suite, []).append(t)
+    totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
+    total_time = 0.0
+    for index, (suite, tests) in enumerate(by_suite.items()):
+        node = ET.SubElement(root, "testsuite", name=_clean(suite, redactor), id=str(index), timestamp=stamp)
+        node.set("hostname", host)
+        stats = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
+        suite_time = 0.0
+        for t in tests:
+            stats["tests"] += 1
+            suite_time += t.duration
+            case = ET.SubElement(
+                node, "testcase", name=_clean(t.test_id, redactor), classname=_clean(suite, redactor)
+            )
+            case.set("time", f"{t.duration:.3f}")
+            if t.verdict == "failed":
+                stats["failures"] += 1
+                message, text = _details(t)
+                el = ET.SubElement(case, "failure", message=_clean(message, redactor), type="AssertionFailed")
+                el.text = _clean(text, redactor)
+            elif t.verdict == "error":
+                stats["errors"] += 1
+                message, text = _details(t)
+                el = ET.SubElement(
+                    case, "error", message=_clean(message, redactor), type="InfrastructureError"
+                )
+                el.text = _clean(text, redactor)
+            elif t.verdict in ("quarantined", "not_run"):
+                stats["skipped"] += 1
+                why = f"quarantined: {t.quarantine}" if t.verdict == "quarantined" else "not run"
+                ET.SubElement(case, "skipped", message=_clean(why, redactor))
+            out = ET.SubElement(case, "system-out")
+            out.text = _clean(_system_out(t), redactor)
+        for key, value in stats.items():
+            node.set(key, str(value))
+            totals[key] += value
+        node.set("time", f"{suite_time:.3f}")
+        total_time += suite_time
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", f"{total_time:.3f}")
+    return root
+
+
+def write_junit(
+    result: InvocationResult, path: str | os.PathLike[str], *, redactor: Redactor | None = None
+) -> Path:
+    """Write the JUnit XML file (parent folders are made); returns the path written."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tree = ET.ElementTree(junit_xml(result, redactor=redactor))
+    ET.indent(tree)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tree.write(tmp, encoding="utf-8", xml_declaration=True)
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,387 @@
+"""``tamesu.run()``: load, plan, resolve secrets, schedule, store and report; the CLI is a thin layer over it.
+
+A config error raises ``ConfigErrors`` before anything runs (exit 2); a secret that cannot be
+resolved raises ``SecretError`` (exit 3); everything after that is reported in the returned
+``InvocationResult``, whose ``exit_code`` is what ``tamesu run`` exits with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tamesu.errors import ConfigError, ConfigErrors, SecretError, TemplateError, UsageError
+from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
+from tamesu.runner.scheduler import Budget, Reporter, Scheduler, SuiteSetup
+from tamesu.runner.verdict import TestVerdict, exit_code, final_results, run_key, verdicts
+from tamesu.secrets import Redactor
+
+if TYPE_CHECKING:
+    from tamesu.config.load import LoadedSuite
+    from tamesu.runner.spec import RunResult, RunSpec
+
+__all__ = ["InvocationResult", "RunOptions", "run", "run_async"]
+
+
+@dataclass
+class RunOptions:
+    """Everything ``tamesu run`` can be asked, as keyword arguments of ``tamesu.run``."""
+
+    concurrency: int | None = None
+    """Runs in flight at once; default tamesu.yaml ``concurrency``, else 4."""
+    per_target: int | None = None
+    """Runs in flight against one target; default the concurrency."""
+    tags: Sequence[str] = ()
+    exclude_tags: Sequence[str] = ()
+    filter: str | None = None
+    repeat: int | None = None
+    timeout: float | None = None
+    """Seconds, overriding every test's timeout."""
+    seed: int | None = None
+    ray: bool = False
+    address: str | None = None
+    resume: bool | str | Path = False
+    """True: the latest run directory of the same suites; a path: that run directory."""
+    output: str | Path | None = None
+    junit: str | Path | None = None
+    json: str | Path | None = None
+    update_golden: bool = False
+    fail_fast: bool = False
+    today: date | None = None
+
+
+@dataclass
+class InvocationResult:
+    """One ``tamesu run``: its verdicts, every run's final result, and where they were written."""
+
+    exit_code: int
+    tests: list[TestVerdict]
+    results: list[RunResult]
+    """The final result of every run (resumed ones included)."""
+    attempts: list[RunResult] = field(default_factory=list)
+    """Every attempt this invocation made (retries included)."""
+    run_dir: Path | None = None
+    suites: list[str] = field(default_factory=list)
+    started_at: float = 0.0
+    duration: float = 0.0
+    interrupted: bool = False
+    budget_exceeded: str | None = None
+    resumed: int = 0
+    """Runs taken from the results of an earlier invocation (``--resume``)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> Counter[str]:
+        """Tests per verdict."""
+        return Counter(t.verdict for t in self.tests)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+def run(
+    paths: Iterable[str | Path] | str | Path = (),
+    *,
+    reporter: Reporter | None = None,
+    redactor: Redactor | None = None,
+    argv: Sequence[str] | None = None,
+    **options: Any,
+) -> InvocationResult:
+    """Run suites (files or folders; default the current folder) and return the invocation's result.
+
+    ``options`` are the fields of ``RunOptions`` (``concurrency=8, tags=["smoke"], junit="out.xml"``).
+    """
+    return asyncio.run(run_async(paths, reporter=reporter, redactor=redactor, argv=argv, **options))
+
+
+async def run_async(
+    paths: Iterable[str | Path] | str | Path = (),
+    *,
+    reporter: Reporter | None = None,
+    redactor: Redactor | None = None,
+    argv: Sequence[str] | None = None,
+    **options: Any,
+) -> InvocationResult:
+    """``run`` inside a running event loop."""
+    try:
+        opts = RunOptions(**options)
+    except TypeError as exc:
+        raise UsageError(str(exc)) from None
+    started = time.time()
+    redactor = redactor if redactor is not None else Redactor()
+    reporter = reporter or Reporter()
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    resume_dir = _resume_dir(opts, paths)
+    if resume_dir is not None and not paths:
+        paths = list(ResultsStore.open(resume_dir).settings.get("suite_paths", []))
+    loaded = _load(paths or ["."], opts)
+    specs = _plan(loaded, opts)
+    setups = {str(s.path): _setup(s, redactor) for s in loaded}
+    project_dir = next((s.project_dir for s in loaded if s.project_dir is not None), None)
+    project = next((s.project for s in loaded if s.project is not None), None)
+    where = output_dir(opts.output or getattr(project, "output", None), project_dir)
+    if resume_dir is None and opts.resume:
+        resume_dir = latest_run_dir(where, suite_paths=[str(s.path.resolve()) for s in loaded])
+        if resume_dir is None:
+            raise UsageError(f"--resume: no earlier run of these suites under {where}")
+    settings = _settings(loaded, opts, argv, redactor, started)
+    if resume_dir is not None:
+        store = ResultsStore.open(resume_dir)
+        store.mark_latest()
+    else:
+        store = ResultsStore.create(
+            where, suites=[s.suite.suite for s in loaded], settings=settings, now=started
+        )
+    previous = store.finished() if resume_dir is not None else []
+    done = {run_key(r.suite, r.run_id) for r in previous}
+    todo = [spec for spec in specs if run_key(spec.suite, spec.run_id) not in done]
+
+    concurrency = opts.concurrency or getattr(project, "concurrency", None) or 4
+    outcome = await _schedule(todo, setups, store, reporter, redactor, opts, concurrency)
+
+    planned = {run_key(s.suite, s.run_id) for s in specs}
+    finals = [
+        r for r in final_results([*previous, *outcome.results]) if run_key(r.suite, r.run_id) in planned
+    ]
+    tests = verdicts(specs, finals)
+    code = exit_code(tests, budget_exceeded=bool(outcome.budget_exceeded), interrupted=outcome.interrupted)
+    result = InvocationResult(
+        exit_code=code,
+        tests=tests,
+        results=finals,
+        attempts=outcome.results,
+        run_dir=store.dir,
+        suites=[s.suite.suite for s in loaded],
+        started_at=started,
+        duration=time.time() - started,
+        interrupted=outcome.interrupted,
+        budget_exceeded=outcome.budget_exceeded,
+        resumed=len(previous),
+        settings=settings,
+    )
+    _write_reports(result, store, opts, redactor)
+    return result
+
+
+def _resume_dir(opts: RunOptions, paths: list[str | Path]) -> Path | None:
+    """``--resume DIR``, or ``--resume`` without suites: the newest run directory of the project.
+    ``--resume`` with suites is looked up once they are loaded (the newest run of those suites)."""
+    if opts.resume is True and not paths:
+        from tamesu.config.load import load_project
+
+        found = load_project(Path.cwd())
+        project, project_dir = found if found else (None, None)
+        where = output_dir(opts.output or getattr(project, "output", None), project_dir)
+        latest = latest_run_dir(where)
+        if latest is None:
+            raise UsageError(f"--resume: no earlier run under {where}")
+        return latest
+    if isinstance(opts.resume, (str, Path)) and str(opts.resume):
+        path = Path(opts.resume)
+        if not (path / "settings.json").is_file():
+            raise UsageError(f"--resume: {path} is not a tamesu run directory")
+        return path
+    return None
+
+
+def _load(paths: Sequence[str | Path], opts: RunOptions) -> list[LoadedSuite]:
+    from tamesu.config.load import validate_paths
+
+    report = validate_paths(paths, update_golden=opts.update_golden)
+    if report.errors:
+        raise ConfigErrors(report.errors)
+    return report.suites
+
+
+def _plan(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
+    from tamesu.runner.plan import plan
+
+    specs: list[RunSpec] = []
+    errors: list[ConfigError] = []
+    for suite in loaded:
+        try:
+            specs.extend(
+                plan(
+                    suite,
+                    tags=opts.tags,
+                    exclude_tags=opts.exclude_tags,
+                    filter=opts.filter,
+                    today=opts.today,
+                    repeat_override=opts.repeat,
+                )
+            )
+        except ConfigErrors as exc:
+            errors.extend(exc.errors)
+        except ConfigError as exc:
+            errors.append(exc)
+    if errors:
+        raise ConfigErrors(errors)
+    changes: dict[str, Any] = {}
+    if opts.timeout is not None:
+        changes["timeout"] = float(opts.timeout)
+    if opts.seed is not None:
+        changes["seed"] = opts.seed
+    return [dataclasses.replace(s, **changes) for s in specs] if changes else specs
+
+
+def _setup(loaded: LoadedSuite, redactor: Redactor) -> SuiteSetup:
+    """Hooks, secrets (every declared one resolved now: a bad ref stops the invocation) and budget."""
+    from tamesu.config import effective_budgets, effective_secrets, effective_vars
+    from tamesu.runner.hooks import collect_hooks
+    from tamesu.secrets import SecretStore
+    from tamesu.templates import Scope
+
+    suite, project = loaded.suite, loaded.project
+    variables = {k: str(v) for k, v in effective_vars(project, suite).items()}
+    store = SecretStore(
+        effective_secrets(project, suite), redactor=redactor, base_dir=loaded.dir, vars=variables
+    )
+    values: dict[str, str] = {}
+    for name in store.names():
+        try:
+            values[name] = store.get(name)
+        except SecretError as exc:
+            raise SecretError(f"{loaded.file or loaded.path}: {exc}") from None
+
+    def secret(name: str) -> str:
+        if name not in values:
+            raise TemplateError(f"{{{{secrets.{name}}}}}: no secret {name} is declared")
+        return values[name]
+
+    caps = effective_budgets(project, suite)
+    return SuiteSetup(
+        name=suite.suite,
+        dir=loaded.dir,
+        before_all=collect_hooks("before_all", project, suite),
+        after_all=collect_hooks("after_all", project, suite),
+        before_each=collect_hooks("before_each", project, suite),
+        after_each=collect_hooks("after_each", project, suite),
+        scope=Scope({"vars": variables}, resolvers={"secrets": secret}),
+        secrets=values,
+        budget=Budget(max_cost_usd=caps.max_cost_usd, max_tokens=caps.max_tokens),
+    )
+
+
+def _settings(
+    loaded: Sequence[LoadedSuite],
+    opts: RunOptions,
+    argv: Sequence[str] | None,
+    redactor: Redactor,
+    started: float,
+) -> dict[str, Any]:
+    """What was asked, for the run directory: never a secret value (the command line is redacted)."""
+    from tamesu import __version__
+
+    options = {k: (str(v) if isinstance(v, (Path, date)) else v) for k, v in dataclasses.asdict(opts).items()}
+    options["tags"], options["exclude_tags"] = list(opts.tags), list(opts.exclude_tags)
+    return {
+        "argv": [redactor.redact(a) for a in (argv if argv is not None else sys.argv)],
+        "cwd": os.getcwd(),
+        "suites": [s.suite.suite for s in loaded],
+        "suite_paths": [str(s.path.resolve()) for s in loaded],
+        "options": options,
+        "tamesu_version": __version__,
+        "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+async def _schedule(
+    todo: list[RunSpec],
+    setups: dict[str, SuiteSetup],
+    store: ResultsStore,
+    reporter: Reporter,
+    redactor: Redactor,
+    opts: RunOptions,
+    concurrency: int,
+) -> Any:
+    from tamesu.actors.services import RunServices
+
+    services = RunServices.create(redactor=redactor, update_golden=opts.update_golden, output_dir=store.dir)
+    placement: Any
+    if opts.ray or opts.address:
+        from tamesu.actors.placement.ray import RayPlacement
+
+        embedded = opts.address is None
+        placement = RayPlacement(
+            address=opts.address,
+            num_workers=min(os.cpu_count() or 1, concurrency) if embedded else None,
+            update_golden=opts.update_golden,
+            output_dir=store.dir,
+            max_concurrency_per_worker=max(concurrency, 1),
+        )
+    else:
+        from tamesu.actors.placement.local import LocalPlacement
+
+        placement = LocalPlacement(services)
+    scheduler = Scheduler(
+        placement,
+        concurrency=concurrency,
+        per_target=opts.per_target,
+        suites=setups,
+        store=store,
+        reporter=reporter,
+        redactor=redactor,
+        http=services.http,
+        fail_fast=opts.fail_fast,
+    )
+    with _interrupt_on_sigint(scheduler):
+        try:
+            return await scheduler.run(todo)
+        finally:
+            with contextlib.suppress(Exception):
+                await placement.aclose()
+            await services.aclose()
+
+
+@contextlib.contextmanager
+def _interrupt_on_sigint(scheduler: Scheduler) -> Any:
+    """Ctrl-C stops the scheduler cleanly (what finished stays written); a second one aborts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_sigint() -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            loop.remove_signal_handler(signal.SIGINT)
+            raise KeyboardInterrupt
+        scheduler.interrupt()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+def _write_reports(
+    result: InvocationResult, store: ResultsStore, opts: RunOptions, redactor: Redactor
+) -> None:
+    from tamesu.reports.json_report import summary, write_json
+    from tamesu.reports.junit import write_junit
+
+    store.write_json("summary.json", redactor.redact_obj(summary(result)))
+    if opts.junit:
+        write_junit(result, opts.junit, redactor=redactor)
+    if opts.json:
+        write_json(result, opts.json, redactor=redactor)

@@ -1,0 +1,165 @@
+"""A test's verdict from its repeated runs, and the invocation's exit code from the verdicts.
+
+A test that runs three times is one line in a report, not three: its runs are folded into a pass
+count measured against ``pass_threshold``, so a flaky agent can be held to "2 of 3" on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from tamesu.runner.spec import Outcome, RunResult, RunSpec
+
+__all__ = [
+    "EXIT_BUDGET",
+    "EXIT_ERROR",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "TestVerdict",
+    "Verdict",
+    "exit_code",
+    "final_results",
+    "outcome_of",
+    "run_key",
+    "verdicts",
+]
+
+Verdict = Literal["passed", "failed", "error", "quarantined", "not_run"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_ERROR = 3
+EXIT_BUDGET = 4
+EXIT_INTERRUPTED = 130
+
+_SLACK = 0.005
+"""Thresholds are written with two decimals: 0.67 means two of three, 0.33 one of three."""
+
+
+def run_key(suite: str, run_id: str) -> str:
+    """Runs are told apart by suite and run id, so two suites may reuse a test name."""
+    return f"{suite}\x1f{run_id}"
+
+
+def outcome_of(spec: RunSpec, results: Sequence[Any], error: str | None) -> Outcome:
+    """One run: error (infrastructure, or an assertion that could not be evaluated) > failed (an
+    assertion) > passed; a quarantined test's run that did not pass is ``quarantined``."""
+    outcome: Outcome
+    if error is not None or any(r.error for r in results):
+        outcome = "error"
+    elif any(not r.passed for r in results):
+        outcome = "failed"
+    else:
+        outcome = "passed"
+    if spec.quarantine is not None and outcome != "passed":
+        return "quarantined"
+    return outcome
+
+
+@dataclass
+class TestVerdict:
+    """One expanded test with all its runs folded into one verdict."""
+
+    __test__ = False
+
+    suite: str
+    test_id: str
+    test_name: str
+    target: str
+    verdict: Verdict
+    passed: int
+    repeats: int
+    pass_threshold: float
+    quarantine: str | None = None
+    duration: float = 0.0
+    runs: list[RunResult] = field(default_factory=list)
+
+    @property
+    def pass_count(self) -> str:
+        """``2/3 passed, threshold 0.67`` (the threshold only when it is below 1)."""
+        text = f"{self.passed}/{self.repeats} passed"
+        if self.pass_threshold < 1:
+            text += f", threshold {self.pass_threshold:.2f}"
+        return text
+
+
+def final_results(results: Iterable[RunResult]) -> list[RunResult]:
+    """The last attempt of every run (first-seen order); earlier attempts were retried away."""
+    last: dict[str, RunResult] = {}
+    for r in results:
+        key = run_key(r.suite, r.run_id)
+        if key not in last or r.attempt >= last[key].attempt:
+            last.pop(key, None)
+            last[key] = r
+    return list(last.values())
+
+
+def verdicts(specs: Sequence[RunSpec], results: Iterable[RunResult]) -> list[TestVerdict]:
+    """Fold final run results into one verdict per expanded test, in plan order."""
+    by_run = {run_key(r.suite, r.run_id): r for r in final_results(results)}
+    tests: dict[tuple[str, str], TestVerdict] = {}
+    for spec in specs:
+        key = (spec.suite, spec.test_id)
+        tv = tests.get(key)
+        if tv is None:
+            tv = tests[key] = TestVerdict(
+                suite=spec.suite,
+                test_id=spec.test_id,
+                test_name=spec.test_name,
+                target=spec.target_name,
+                verdict="not_run",
+                passed=0,
+                repeats=spec.repeats,
+                pass_threshold=spec.pass_threshold,
+                quarantine=spec.quarantine,
+            )
+        result = by_run.get(run_key(spec.suite, spec.run_id))
+        if result is not None:
+            tv.runs.append(result)
+            tv.duration += result.duration
+    for tv in tests.values():
+        tv.repeats = max(tv.repeats, len(tv.runs), 1)
+        tv.passed = sum(1 for r in tv.runs if r.outcome == "passed")
+        tv.verdict = _fold(tv)
+    return list(tests.values())
+
+
+def _fold(tv: TestVerdict) -> Verdict:
+    if not tv.runs:
+        return "not_run"
+    if tv.passed / tv.repeats >= tv.pass_threshold - _SLACK:
+        return "passed"
+    seen = {r.outcome for r in tv.runs}
+    if tv.quarantine is not None or "quarantined" in seen:
+        return "quarantined"
+    if "failed" in seen:
+        return "failed"
+    if "error" in seen:
+        return "error"
+    return "not_run"  # only passes so far, but too few runs finished to reach the threshold
+
+
+def exit_code(
+    tests: Iterable[TestVerdict], *, budget_exceeded: bool = False, interrupted: bool = False
+) -> int:
+    """130 interrupted, 4 budget, 1 any failure, 3 infrastructure errors only, else 0.
+
+    Quarantined tests never fail the invocation; a test left unrun by an interruption or a budget
+    stop is covered by those codes.
+    """
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if budget_exceeded:
+        return EXIT_BUDGET
+    seen = {t.verdict for t in tests}
+    if "failed" in seen:
+        return EXIT_FAILED
+    if "error" in seen or "not_run" in seen:
+        return EXIT_ERROR
+    return EXIT_OK

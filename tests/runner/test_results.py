@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir, safe_name
+from tamesu.runner.spec import RunResult
+from tamesu.runner.verdict import TestVerdict, exit_code, final_results
+from tamesu.secrets import Redactor
+from tamesu.transcript import Transcript, Turn
+
+
+def result(
+    run_id: str, outcome: str = "passed", *, attempt: int = 1, final: bool = True, suite: str = "s"
+) -> RunResult:
+    return RunResult(
+        run_id=run_id,
+        test_id=run_id.split("#")[0],
+        test_name=run_id,
+        suite=suite,
+        target="api",
+        outcome=outcome,  # type: ignore[arg-type]
+        attempt=attempt,
+        final=final,
+    )
+
+
+def make_store(root: Path, suite_paths: list[str] | None = None, now: float | None = None) -> ResultsStore:
+    settings = {"argv": ["tamesu", "run"], "suite_paths": suite_paths or ["/x/support.yaml"]}
+    return ResultsStore.create(root, suites=["support"], settings=settings, now=now)
+
+
+@pytest.mark.unit
+def test_run_directory_layout_and_latest_pointer(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    assert store.dir.parent == tmp_path
+    assert store.dir.name.startswith(store.dir.name[:15])
+    assert "-support-" in store.dir.name
+    assert (store.dir / "transcripts").is_dir()
+    assert (store.dir / "results.jsonl").read_text() == ""
+    assert store.settings["argv"] == ["tamesu", "run"]
+    assert (tmp_path / "latest").resolve() == store.dir.resolve()
+    assert latest_run_dir(tmp_path) == store.dir.resolve()
+
+
+@pytest.mark.unit
+def test_append_is_one_line_per_attempt_and_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.append(result("a", "error", final=False))
+    store.append(result("a", "passed", attempt=2))
+    store.append(result("b", "failed"))
+    with open(store.dir / "results.jsonl", "ab") as f:
+        f.write(b'{"run_id": "c", "outcome": "pas')
+    assert [(r.run_id, r.attempt) for r in store.results()] == [("a", 1), ("a", 2), ("b", 1)]
+    assert json.loads((store.dir / "results.jsonl").read_text().splitlines()[0])["final"] is False
+
+
+@pytest.mark.unit
+def test_finished_runs_are_those_with_a_final_result(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.append(result("done", "passed"))
+    store.append(result("flaky", "error", final=False))
+    store.append(result("given-up", "error", attempt=1, final=False))
+    store.append(result("given-up", "error", attempt=2, final=True))
+    store.append(result("done", "passed", suite="other"))
+    reopened = ResultsStore.open(store.dir)
+    assert sorted((r.suite, r.run_id) for r in reopened.finished()) == [
+        ("other", "done"),
+        ("s", "done"),
+        ("s", "given-up"),
+    ]
+
+
+@pytest.mark.unit
+def test_final_results_keeps_the_last_attempt() -> None:
+    rs = [result("a", "error", final=False), result("b"), result("a", "passed", attempt=2)]
+    assert [(r.run_id, r.attempt) for r in final_results(rs)] == [("b", 1), ("a", 2)]
+
+
+@pytest.mark.unit
+def test_transcripts_are_redacted_and_named_per_attempt(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    redactor = Redactor()
+    redactor.add("tok-SECRET-42")
+    t = Transcript(run_id="refund [late] (es)#2", turns=[Turn(role="agent", text="your token tok-SECRET-42")])
+    first = store.write_transcript(result("refund [late] (es)#2"), t, redactor)
+    second = store.write_transcript(result("refund [late] (es)#2", attempt=2), t, redactor)
+    assert first != second
+    assert first.startswith("transcripts/refund_late_es_2-") and first.endswith(".json")
+    assert second.endswith(".2.json")
+    text = (store.dir / first).read_text()
+    assert "tok-SECRET-42" not in text and "your token ***" in text
+
+
+@pytest.mark.unit
+def test_safe_names_do_not_collide() -> None:
+    assert safe_name("a/b") != safe_name("a_b")
+    assert "/" not in safe_name("../../etc/passwd")
+
+
+@pytest.mark.unit
+def test_latest_of_the_same_suite(tmp_path: Path) -> None:
+    older = make_store(tmp_path, ["/x/support.yaml"], now=1_700_000_000)
+    make_store(tmp_path, ["/x/billing.yaml"], now=1_700_000_100)
+    assert latest_run_dir(tmp_path, suite_paths=["/x/support.yaml"]) == older.dir
+    assert latest_run_dir(tmp_path, suite_paths=["/x/nothing.yaml"]) is None
+    assert latest_run_dir(tmp_path / "missing") is None
+
+
+@pytest.mark.unit
+def test_latest_file_when_symlinks_are_unavailable(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    (tmp_path / "latest").unlink()
+    (tmp_path / "latest").write_text(store.dir.name + "\n")
+    assert latest_run_dir(tmp_path) == store.dir
+
+
+@pytest.mark.unit
+def test_open_refuses_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="not a tamesu run directory"):
+        ResultsStore.open(tmp_path)
+
+
+@pytest.mark.unit
+def test_output_dir_is_relative_to_the_project(tmp_path: Path) -> None:
+    assert output_dir(None, tmp_path) == tmp_path / "tamesu-runs"
+    assert output_dir("out/runs", tmp_path) == tmp_path / "out/runs"
+    assert output_dir("/abs", tmp_path) == Path("/abs")
+    assert output_dir(None, None) == Path.cwd() / "tamesu-runs"
+
+
+@pytest.mark.unit
+def test_exit_code_priorities() -> None:
+    def tv(verdict: str) -> TestVerdict:
+        return TestVerdict("s", "t", "t", "api", verdict, 0, 1, 1.0)  # type: ignore[arg-type]
+
+    assert exit_code([tv("passed"), tv("quarantined")]) == 0
+    assert exit_code([tv("error"), tv("failed")]) == 1
+    assert exit_code([tv("error"), tv("passed")]) == 3
+    assert exit_code([tv("failed")], budget_exceeded=True) == 4
+    assert exit_code([tv("failed")], interrupted=True) == 130
+
+
+RESUME_SUITE = """
+suite: resumable
+targets:
+  api: {{ type: rest, url: "{url}/chat", request: {{ body: {{ message: "{{{{message}}}}" }} }}, response: {{ text: $.reply }} }}
+tests:
+  - name: first
+    target: api
+    scenario: {{ max_turns: 1, script: [ {{ say: "one" }} ] }}
+    assert: [ {{ contains: "echo: one" }} ]
+  - name: second
+    target: api
+    scenario: {{ max_turns: 1, script: [ {{ say: "two" }} ] }}
+    assert: [ {{ contains: "echo: two" }} ]
+"""
+
+
+@pytest.mark.integration
+async def test_resume_redoes_only_runs_without_a_final_result(tmp_path: Path) -> None:
+    from tamesu.runner.api import run_async
+    from tamesu.testing import EchoAgent, serve_echo_agent
+
+    agent = EchoAgent()
+    async with serve_echo_agent(agent) as url:
+        suite = tmp_path / "suite.yaml"
+        suite.write_text(RESUME_SUITE.format(url=url))
+        first = await run_async([suite], output=tmp_path / "runs")
+        assert first.exit_code == 0 and len(agent.requests) == 2
+        store = ResultsStore.open(first.run_dir)  # type: ignore[arg-type]
+        lines = (store.dir / "results.jsonl").read_text().splitlines()
+        kept = [line for line in lines if json.loads(line)["test_id"] == "first"]
+        (store.dir / "results.jsonl").write_text("\n".join(kept) + "\n")
+
+        agent.requests.clear()
+        again = await run_async([], resume=True, output=tmp_path / "runs")
+        assert [r.body["message"] for r in agent.requests] == ["two"]
+        assert again.run_dir == first.run_dir
+        assert again.resumed == 1
+        assert again.exit_code == 0
+        assert sorted(t.test_id for t in again.tests if t.verdict == "passed") == ["first", "second"]
+        assert [
+            json.loads(line)["test_id"] for line in (store.dir / "results.jsonl").read_text().splitlines()
+        ] == [
+            "first",
+            "second",
+        ]
+        assert json.loads((store.dir / "summary.json").read_text())["resumed"] == 1
