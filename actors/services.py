@@ -49,6 +49,9 @@ class RunServices:
     models: ModelRouter | None = None
     """The invocation's model router (judges, the simulated user, model targets); when None, one
     is made per distinct ``models:`` configuration the runs carry."""
+    router_factory: Callable[[Any], ModelRouter | None] | None = None
+    """Makes the router for a ``models:`` configuration (credentials, providers, cache); see
+    ``tamesu.models.setup.RouterFactory``."""
     _routers: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -61,6 +64,8 @@ class RunServices:
             return self.models
         if models is None:
             return None
+        if self.router_factory is not None:
+            return self.router_factory(models)
         key = models.model_dump_json() if hasattr(models, "model_dump_json") else repr(models)
         if key not in self._routers:
             from tamesu.models.router import ModelRouter
@@ -79,6 +84,7 @@ class RunServices:
         output_dir: Path | str | None = None,
         http_timeout: float | None = None,
         models: ModelRouter | None = None,
+        router_factory: Callable[[Any], ModelRouter | None] | None = None,
     ) -> RunServices:
         return cls(
             http=make_http_client(timeout=http_timeout),
@@ -88,6 +94,7 @@ class RunServices:
             update_golden=update_golden,
             output_dir=Path(output_dir) if output_dir is not None else None,
             models=models,
+            router_factory=router_factory,
         )
 
     async def aclose(self) -> None:

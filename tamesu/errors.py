@@ -94,13 +94,18 @@ class UsageError(TamesuError):
 class MissingExtraError(TamesuError):
     """An optional dependency is missing; the message says how to install it."""
 
-    def __init__(self, what: str, *, extra: str | None = None, debian: str | None = None) -> None:
-        how = []
+    def __init__(
+        self, what: str, *, extra: str | None = None, debian: str | None = None, how: str | None = None
+    ) -> None:
+        ways = []
         if extra:
-            how.append(f"pip install 'tamesu[{extra}]'")
+            ways.append(f"pip install 'tamesu[{extra}]'")
         if debian:
-            how.append(f"apt-get install {debian}")
-        super().__init__(f"{what} is not installed: {' or '.join(how) or 'see tamesu doctor'}")
+            ways.append(f"apt-get install {debian}")
+        text = " or ".join(ways) or "see tamesu doctor"
+        if how:
+            text = f"{text}, then {how}" if ways else how
+        super().__init__(f"{what} is not installed: {text}")
         self.extra = extra
         self.debian = debian
 

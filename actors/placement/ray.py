@@ -47,8 +47,8 @@ class RunWorker:
     """One worker process: many runs at once, each a graph in this process's event loop.
 
     ``setup`` runs once when the worker starts (register plugin targets or assertions);
-    ``router_factory`` makes the worker's model router (credentials, cache, budget), else one is
-    made per ``models:`` configuration the runs carry.
+    ``router_factory`` makes the worker's model router for a ``models:`` configuration
+    (credentials, providers, cache), else a plain one is made per configuration.
     """
 
     def __init__(
@@ -58,7 +58,7 @@ class RunWorker:
         update_golden: bool = False,
         output_dir: str | None = None,
         encode_boundary: bool = False,
-        router_factory: Callable[[], Any] | None = None,
+        router_factory: Callable[[Any], Any] | None = None,
     ) -> None:
         if setup is not None:
             setup()
@@ -77,7 +77,7 @@ class RunWorker:
             self._services = RunServices.create(
                 update_golden=self.update_golden,
                 output_dir=self.output_dir,
-                models=self.router_factory() if self.router_factory is not None else None,
+                router_factory=self.router_factory,
             )
         return self._services
 
@@ -139,7 +139,7 @@ class RayPlacement:
         num_cpus: int | None = None,
         working_dir: str | Path | None = None,
         worker_setup: Callable[[], object] | None = None,
-        router_factory: Callable[[], Any] | None = None,
+        router_factory: Callable[[Any], Any] | None = None,
         update_golden: bool = False,
         output_dir: str | Path | None = None,
         encode_boundary: bool = False,

@@ -68,6 +68,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--update-golden", action="store_true", help="write golden files instead of comparing"
     )
+    parser.add_argument(
+        "--cache", action="store_true", help="replay model answers from the response cache, and fill it"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="the response cache folder (default .tamesu-cache/models; implies --cache)",
+    )
     parser.add_argument("--fail-fast", action="store_true", help="start no new run after the first failure")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only problems and the totals")
 
@@ -111,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
             json=args.json,
             update_golden=args.update_golden,
             fail_fast=args.fail_fast,
+            cache=args.cache_dir or args.cache,
         )
     finally:
         reporter.close()

@@ -9,10 +9,9 @@ from __future__ import annotations
 from tamesu.models.cache import ResponseCache
 from tamesu.models.refs import ModelRef, missing_credentials, parse_ref
 from tamesu.models.router import ChatMessage, Completion, ModelRouter, RetryPolicy, ToolSpec
-from tamesu.models.usage import Budget, CallUsage, UsageLedger
+from tamesu.models.usage import CallUsage, UsageLedger
 
 __all__ = [
-    "Budget",
     "CallUsage",
     "ChatMessage",
     "Completion",

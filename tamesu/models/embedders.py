@@ -15,6 +15,7 @@ from tamesu.registry import Registry
 __all__ = ["build_embedder", "local_embedders"]
 
 local_embedders: Registry[Any] = Registry("offline embedder")
+local_embedders.add("minilm", "tamesu.models.local_embedder:MiniLMEmbedder")
 
 
 def build_embedder(ref: ModelRef, settings: ProviderSettings | None, *, timeout: float = 60.0) -> Any:

@@ -8,6 +8,7 @@ cache behave the same everywhere, and the run records which model answered each 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -19,7 +20,7 @@ from typing import Any, Literal
 from tamesu.errors import ModelError
 from tamesu.models.cache import ResponseCache
 from tamesu.models.refs import ModelRef, ProviderSettings, parse_ref, provider_infos, resolve_settings
-from tamesu.models.usage import Budget, CallUsage, UsageLedger, price_usd
+from tamesu.models.usage import CallUsage, UsageLedger, price_usd
 
 __all__ = ["ROLES", "ChatMessage", "Completion", "ModelRouter", "RetryPolicy", "ToolSpec"]
 
@@ -163,7 +164,7 @@ class ModelRouter:
         credentials: dict[str, str] | None = None,
         custom_providers: dict[str, ProviderSettings] | None = None,
         cache: ResponseCache | None = None,
-        budget: Budget | None = None,
+        ledger: UsageLedger | None = None,
         timeout: float = 60.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         seed: int | None = None,
@@ -172,7 +173,8 @@ class ModelRouter:
         self.credentials = credentials or {}
         self.custom = custom_providers or {}
         self.cache = cache
-        self.budget = budget or Budget()
+        self.ledger = ledger or UsageLedger()
+        """Every call this router made, by role: the invocation's own usage."""
         self.timeout = timeout
         self._sleep = sleep
         self._rng = random.Random(seed)
@@ -262,7 +264,9 @@ class ModelRouter:
         ledger: UsageLedger | None,
     ) -> Completion:
         errors: list[str] = []
-        import pydantic_ai.direct  # noqa: F401  (loaded before the clock starts: latency is the call's own)
+        if call == self._chat_call:
+            with contextlib.suppress(ImportError):  # loaded before the clock starts: latency is the call's own
+                import pydantic_ai.direct  # noqa: F401
 
         for ref_text in chain:
             ref = parse_ref(ref_text)
@@ -314,8 +318,8 @@ class ModelRouter:
         raise ModelError(f"every model failed for the {role}: " + "; ".join(errors))
 
     def _record(self, usage: CallUsage, ledger: UsageLedger | None) -> None:
-        self.budget.ledger.add(usage)
-        if ledger is not None and ledger is not self.budget.ledger:
+        self.ledger.add(usage)
+        if ledger is not None and ledger is not self.ledger:
             ledger.add(usage)
 
     def _model(self, ref: ModelRef) -> Any:

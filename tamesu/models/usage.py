@@ -1,4 +1,6 @@
-"""Tokens, cost and latency of tamesu's own model calls, per role and per run, and the budget.
+"""Tokens, cost and latency of tamesu's own model calls, per role and per run.
+
+The budget itself is enforced by the scheduler from each run's ``llm_cost_usd`` / ``llm_tokens``.
 
 Prices come from the genai-prices package (a maintained price table); a model it does not know
 (a local server) costs 0 and is marked unpriced rather than guessed.
@@ -12,7 +14,7 @@ from typing import Any
 
 from tamesu.models.refs import ModelRef
 
-__all__ = ["Budget", "CallUsage", "UsageLedger", "price_usd"]
+__all__ = ["CallUsage", "UsageLedger", "price_usd"]
 
 _GENAI_PROVIDER = {"googleai": "google", "vertexai": "google"}
 
@@ -104,19 +106,3 @@ class UsageLedger:
             "llm_output_tokens": float(sum(c.output_tokens for c in self.calls)),
             "llm_calls": float(len(self.calls)),
         }
-
-
-@dataclass
-class Budget:
-    """budgets.max_cost_usd / max_tokens over one invocation; checked before each new run starts."""
-
-    max_cost_usd: float = 5.0
-    max_tokens: int = 2_000_000
-    ledger: UsageLedger = field(default_factory=UsageLedger)
-
-    def exceeded(self) -> str | None:
-        if self.ledger.cost_usd > self.max_cost_usd:
-            return f"model spend ${self.ledger.cost_usd:.4f} exceeded budgets.max_cost_usd ${self.max_cost_usd:g}"
-        if self.ledger.tokens > self.max_tokens:
-            return f"{self.ledger.tokens} model tokens exceeded budgets.max_tokens {self.max_tokens}"
-        return None

@@ -59,6 +59,8 @@ class RunOptions:
     json: str | Path | None = None
     update_golden: bool = False
     fail_fast: bool = False
+    cache: bool | str | Path = False
+    """Replay model answers from a response cache: True for .tamesu-cache/models, or a folder."""
     today: date | None = None
 
 
@@ -150,7 +152,8 @@ async def run_async(
     todo = [spec for spec in specs if run_key(spec.suite, spec.run_id) not in done]
 
     concurrency = opts.concurrency or getattr(project, "concurrency", None) or 4
-    outcome = await _schedule(todo, setups, store, reporter, redactor, opts, concurrency)
+    routers = _router_factory(project, project_dir, setups, opts)
+    outcome = await _schedule(todo, setups, store, reporter, redactor, opts, concurrency, routers)
 
     planned = {run_key(s.suite, s.run_id) for s in specs}
     finals = [
@@ -306,10 +309,13 @@ async def _schedule(
     redactor: Redactor,
     opts: RunOptions,
     concurrency: int,
+    routers: Any = None,
 ) -> Any:
     from tamesu.actors.services import RunServices
 
-    services = RunServices.create(redactor=redactor, update_golden=opts.update_golden, output_dir=store.dir)
+    services = RunServices.create(
+        redactor=redactor, update_golden=opts.update_golden, output_dir=store.dir, router_factory=routers
+    )
     placement: Any
     if opts.ray or opts.address:
         from tamesu.actors.placement.ray import RayPlacement
@@ -321,6 +327,7 @@ async def _schedule(
             update_golden=opts.update_golden,
             output_dir=store.dir,
             max_concurrency_per_worker=max(concurrency, 1),
+            router_factory=routers,
         )
     else:
         from tamesu.actors.placement.local import LocalPlacement
@@ -344,6 +351,22 @@ async def _schedule(
             with contextlib.suppress(Exception):
                 await placement.aclose()
             await services.aclose()
+
+
+def _router_factory(
+    project: Any, project_dir: Path | None, setups: dict[str, SuiteSetup], opts: RunOptions
+) -> Any:
+    """The model routers of this invocation: credentials and providers rendered with the secrets."""
+    from tamesu.models.setup import RouterFactory
+
+    secrets: dict[str, str] = {}
+    for setup in setups.values():
+        secrets.update(setup.secrets)
+    cache: str | None = None
+    if opts.cache:
+        base = project_dir or Path.cwd()
+        cache = str(base / ".tamesu-cache" / "models") if opts.cache is True else str(opts.cache)
+    return RouterFactory.for_project(project, secrets=secrets, cache_dir=cache)
 
 
 @contextlib.contextmanager
