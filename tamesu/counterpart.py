@@ -64,6 +64,6 @@ class CounterpartUser:
                 last = msg
         return last
 
-    def _end(self, reason: str) -> None:
+    def _end(self, reason: str) -> UserTurn | None:
         self.end_reason = reason
         return None

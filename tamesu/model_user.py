@@ -113,7 +113,7 @@ class ModelUser:
             return self._end("goal")
         return UserTurn(text=message, source="simulator", reasoning=str(data.get("reasoning") or "") or None)
 
-    def _end(self, reason: str) -> None:
+    def _end(self, reason: str) -> UserTurn | None:
         self.end_reason = reason
         return None
 

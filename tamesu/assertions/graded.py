@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Literal
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.errors import ModelError, TamesuError
@@ -31,7 +31,7 @@ async def judge(spec: Any, ctx: AssertionContext) -> AssertionResult:
     if (missing := needs_router(ctx)) is not None:
         return missing
     assert ctx.models is not None
-    scale = spec.scale or "binary"
+    scale: Literal["binary", "1-5"] = "1-5" if spec.scale == "1-5" else "binary"
     min_score = spec.min if spec.min is not None else 4
     try:
         verdict = await grade(

@@ -55,10 +55,10 @@ def build_chat_model(ref: ModelRef, settings: ProviderSettings, *, timeout: floa
             if settings.base_url:
                 options.base_url = settings.base_url
             if ref.provider == "vertexai":
-                client = Client(vertexai=True, http_options=options)
+                google = Client(vertexai=True, http_options=options)
             else:
-                client = Client(api_key=settings.api_key, http_options=options)
-            return GoogleModel(ref.name, provider=GoogleProvider(client=client))
+                google = Client(api_key=settings.api_key, http_options=options)
+            return GoogleModel(ref.name, provider=GoogleProvider(client=google))
     except ImportError as exc:
         raise MissingExtraError(f"the {ref.provider} model client ({exc.name})", extra="models") from None
     raise ModelError(f"provider {ref.provider} has no chat backend")

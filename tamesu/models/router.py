@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tamesu.errors import ModelError
 from tamesu.models.cache import ResponseCache
@@ -335,6 +335,7 @@ class ModelRouter:
         from pydantic_ai.messages import TextPart, ToolCallPart
         from pydantic_ai.models import ModelRequestParameters
         from pydantic_ai.output import OutputObjectDefinition
+        from pydantic_ai.settings import ModelSettings
         from pydantic_ai.tools import ToolDefinition
 
         model = self._model(ref)
@@ -358,7 +359,10 @@ class ModelRouter:
             settings["seed"] = request["seed"]
         messages = [ChatMessage(**m) for m in request["messages"]]
         response = await model_request(
-            model, _to_pydantic_ai(messages), model_settings=settings or None, model_request_parameters=params
+            model,
+            _to_pydantic_ai(messages),
+            model_settings=cast("ModelSettings", settings) if settings else None,
+            model_request_parameters=params,
         )
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
         calls = [

@@ -17,6 +17,7 @@ from tamesu.jsonpath import find, first, truthy
 
 if TYPE_CHECKING:
     from tamesu.config.target import HandoffSignal
+    from tamesu.transcript import ToolCallRecord
 
 __all__ = ["detect_handoff"]
 
@@ -43,7 +44,7 @@ def detect_handoff(
     signal: HandoffSignal | None,
     *,
     text: str,
-    tool_calls: Sequence[ToolCall] = (),
+    tool_calls: Sequence[ToolCall | ToolCallRecord] = (),
     raw: Sequence[Any] = (),
     at: float = 0.0,
 ) -> Handoff | None:
