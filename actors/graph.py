@@ -186,7 +186,7 @@ class RunGraph:
             models=self.router,
             ledger=self.ledger,
             fuzz=dict(getattr(spec.test, "fuzz_tools", None) or {}),
-            extra={"spec": spec},
+            extra={"spec": spec, "output_dir": self.services.output_dir},
         )
         self.adapter = _adapter(target, ctx)
         counterpart = self._counterpart(ctx)
@@ -375,11 +375,12 @@ class _ConfigProblem(Exception):
 def _adapter(target: Any, ctx: TargetContext) -> TargetAdapter:
     from tamesu.targets.base import targets
 
-    try:
-        adapter_cls = targets.get(target.type)
-    except KeyError as exc:
-        raise _ConfigProblem(str(exc.args[0])) from None
-    return adapter_cls(target, ctx)
+    if target.type not in targets:
+        raise _ConfigProblem(
+            f"the {target.type} target type validates but has no adapter in this version of tamesu"
+            f" (adapters: {', '.join(targets.names())})"
+        )
+    return targets.get(target.type)(target, ctx)
 
 
 def _turn_timeout(target: Any) -> float:
