@@ -1,0 +1,20 @@
+"""Speech-to-text engines behind one interface: ``STTEngine.transcribe(audio) -> Transcription``.
+
+``whisper`` (faster-whisper on a local model; the shipped one is English-only tiny.en) and
+``openai`` (hosted, any language, only when configured). Engines load lazily from
+``stt_engines``; use ``tamesu.audio.engines.get_stt`` to share them.
+"""
+
+from __future__ import annotations
+
+from .base import STTCapabilities, STTEngine, Transcription, TranscriptionSegment, Word, stt_engines
+
+for _name, _ref in {
+    "whisper": "tamesu.audio.stt.whisper:WhisperSTT",
+    "openai": "tamesu.audio.stt.hosted:OpenAISTT",
+}.items():
+    if _name not in stt_engines:
+        stt_engines.add(_name, _ref)
+del _name, _ref
+
+__all__ = ["STTCapabilities", "STTEngine", "Transcription", "TranscriptionSegment", "Word", "stt_engines"]
