@@ -23,6 +23,7 @@ from tamesu.config.common import (
     ShortForm,
     StrMap,
     exactly_one,
+    set_schema,
 )
 
 __all__ = [
@@ -97,6 +98,10 @@ class Judge(ShortForm):
         "type": "string",
         "description": "The rubric, graded pass/fail by the judge model.",
     }
+    __object_schema__: ClassVar[dict[str, Any]] = {
+        "if": set_schema("min"),
+        "then": {"required": ["scale"], "properties": {"scale": {"const": "1-5"}}},
+    }
 
     rubric: str = F(
         "What the judge checks, in plain words.", "The agent apologises before explaining the policy"
@@ -122,7 +127,11 @@ class ToolCall(ShortForm):
     """A tool call the agent made (or never made)."""
 
     __short_field__: ClassVar[str] = "name"
-    __short_schema__: ClassVar[dict[str, Any]] = {"type": "string", "description": "The tool name."}
+    __short_schema__: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "The tool name.",
+    }
 
     name: str = F("The tool's name as the target reports it.", "reschedule_booking", min_length=1)
     args: dict[str, Any] | None = F(
@@ -166,7 +175,11 @@ class Evaluator(ShortForm):
     """A registered Genkit evaluator scores the run."""
 
     __short_field__: ClassVar[str] = "name"
-    __short_schema__: ClassVar[dict[str, Any]] = {"type": "string", "description": "The evaluator name."}
+    __short_schema__: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "The evaluator name.",
+    }
 
     name: str = F("The evaluator's registered name.", "genkitEval/faithfulness", min_length=1)
     min: Fraction | None = F("Lowest passing score, from 0 to 1.", 0.8, default=None)
@@ -233,7 +246,7 @@ class IntCompare(ConfigModel):
 class CapturedAssertion(ConfigModel):
     """A value captured during the run exists and, optionally, equals or matches."""
 
-    model_config = ConfigDict(json_schema_extra={"not": {"required": ["equals", "matches"]}})
+    model_config = ConfigDict(json_schema_extra={"not": set_schema("equals", "matches")})
 
     name: str = F("The capture's name (capture.name).", "order_id", min_length=1)
     equals: str | None = F("Required value, compared exactly.", "ORD-1001", default=None)
@@ -402,7 +415,11 @@ class Delegation(ShortForm):
     """The agent sent a message to one of the suite's remote agents."""
 
     __short_field__: ClassVar[str] = "agent"
-    __short_schema__: ClassVar[dict[str, Any]] = {"type": "string", "description": "The remote agent's name."}
+    __short_schema__: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "The remote agent's name.",
+    }
 
     agent: str = F("Which remote agent (its key under remote_agents).", "billing", min_length=1)
     contains: str | None = F("Text some message to that agent must contain.", "refund", default=None)
@@ -449,7 +466,15 @@ ASSERTION_KINDS: dict[str, tuple[Any, Any]] = {
 class _AssertionBase(ConfigModel):
     """Behaviour shared by the generated Assertion model."""
 
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [k]} for k in ASSERTION_KINDS]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": [k]} for k in ASSERTION_KINDS],
+            "not": {
+                "required": ["tool_not_called"],
+                "properties": {"tool_not_called": {"type": "object", **set_schema("schema")}},
+            },
+        }
+    )
 
     @model_validator(mode="before")
     @classmethod

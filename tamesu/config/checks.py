@@ -1,8 +1,8 @@
 """Checks that need the whole suite: names that refer to other parts, templates, files, dates.
 
-The models check each object on its own; these checks run after them, on the validated file, and
-each problem is a located ConfigError. They read the raw mapping (it still carries the key paths
-the position table knows) and the models only where expansion logic lives there.
+The models check each object on its own; these checks run after them, on the file's plain data
+(it still carries the key paths the position table knows), so ``tamesu validate`` runs the very
+same checks whether or not it built the models. Each problem is a located ConfigError.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.config.errors_map import did_you_mean
 from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
 from tamesu.errors import ConfigError
 from tamesu.templates import DYNAMIC_NAMES, template_names
@@ -21,7 +20,21 @@ from tamesu.templates import DYNAMIC_NAMES, template_names
 if TYPE_CHECKING:
     from tamesu.config.load import LoadedSuite
 
-__all__ = ["ModelNeed", "assertion_lists", "check_model_needs", "check_suite", "model_needs"]
+__all__ = [
+    "ModelNeed",
+    "assertion_lists",
+    "check_document",
+    "check_model_needs",
+    "check_suite",
+    "model_needs",
+]
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """errors_map.did_you_mean, imported (with difflib) only when there is a problem to name."""
+    from tamesu.config.errors_map import did_you_mean as suggest
+
+    return suggest(word, options)
 
 
 @dataclass
@@ -40,23 +53,38 @@ class _Ctx:
 
 def check_suite(loaded: LoadedSuite, doc: YamlDoc, *, update_golden: bool = False) -> list[ConfigError]:
     """Every cross-reference problem of a validated suite, sorted by position."""
-    ctx = _Ctx(doc, loaded.dir, [])
+    project = loaded.project
+    project_data = None if project is None else project.model_dump(by_alias=True, exclude_unset=True)
+    return check_document(doc, loaded.dir, project=project_data, update_golden=update_golden)
+
+
+def check_document(
+    doc: YamlDoc,
+    suite_dir: Path,
+    *,
+    project: Mapping[str, Any] | None = None,
+    update_golden: bool = False,
+) -> list[ConfigError]:
+    """Every cross-reference problem of a suite file whose data the models accept, sorted by position.
+
+    ``suite_dir`` is the suite's folder (files are relative to it); ``project`` is the tamesu.yaml
+    mapping the suite is checked against, None when there is none.
+    """
+    ctx = _Ctx(doc, suite_dir, [])
     data: dict[str, Any] = doc.data
     _check_target_refs(ctx, data)
     _check_assertion_refs(ctx, data)
     _check_quarantine_dates(ctx, data)
     files_ok = _check_files(ctx, data, update_golden=update_golden)
-    _check_unique_names(ctx, loaded, files_ok)
-    project = loaded.project
+    _check_unique_names(ctx, data, files_ok)
     _check_templates(
         ctx,
         data,
-        project_vars=set((getattr(project, "vars", None) or {}).keys()),
-        secrets=set((getattr(project, "secrets", None) or {}).keys())
-        | set((data.get("secrets") or {}).keys()),
+        project_vars=set(_keys((project or {}).get("vars"))),
+        secrets=set(_keys((project or {}).get("secrets"))) | set(_keys(data.get("secrets"))),
         case_vars=_case_vars(ctx, data, files_ok),
     )
-    ctx.errors.extend(check_model_needs(loaded, model_needs(data)))
+    ctx.errors.extend(check_model_needs(model_needs(data), suite=data, project=project))
     return sorted(ctx.errors, key=lambda e: (e.line or 0, e.column or 0, e.path))
 
 
@@ -110,7 +138,7 @@ def _assertions(data: dict[str, Any]) -> Iterator[tuple[KeyPath, str, Any]]:
 
 
 def _check_assertion_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
-    from tamesu.config.assertion import BUILTIN_PACKS
+    from tamesu.config._fastschema import BUILTIN_PACKS
 
     remote = list((data.get("remote_agents") or {}).keys())
     packs = [*BUILTIN_PACKS, *(data.get("packs") or {}).keys()]
@@ -217,18 +245,18 @@ def _case_vars(ctx: _Ctx, data: dict[str, Any], files_ok: set[KeyPath]) -> dict[
     return out
 
 
-def _check_unique_names(ctx: _Ctx, loaded: LoadedSuite, files_ok: set[KeyPath]) -> None:
+def _check_unique_names(ctx: _Ctx, data: dict[str, Any], files_ok: set[KeyPath]) -> None:
     """Test names must stay unique once every case and language has become a test of its own."""
-    from tamesu.runner.expand import expand_test
+    from tamesu.runner.expand import expanded_ids
 
     first: dict[str, int] = {}
-    for i, test in enumerate(loaded.suite.tests):
+    for i, test in _tests(data):
         name_path: KeyPath = ("tests", i, "name")
-        if test.cases_file and ("tests", i, "cases_file") not in files_ok:
-            ids = [test.name]
+        if test.get("cases_file") and ("tests", i, "cases_file") not in files_ok:
+            ids = [test["name"]]
         else:
             try:
-                ids = [e.test_id for e in expand_test(test, loaded.dir)]
+                ids = expanded_ids(test, ctx.suite_dir)
             except ConfigError as exc:
                 _relocate(ctx, exc, i)
                 continue
@@ -289,11 +317,14 @@ def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
     return needs
 
 
-def check_model_needs(loaded: LoadedSuite, needs: list[ModelNeed]) -> list[ConfigError]:
+def check_model_needs(
+    needs: list[ModelNeed], *, suite: Mapping[str, Any], project: Mapping[str, Any] | None
+) -> list[ConfigError]:
     """Hook: errors for parts of the suite that need a model no configuration provides.
 
     Not an error yet: which models are reachable is decided by the model configuration (models:,
-    providers and credentials), which plugs in here.
+    providers and credentials), which plugs in here. It reads the plain data of the suite and of
+    tamesu.yaml (``suite["models"]``, ``project["providers"]``), as every check here does.
     """
     return []
 

@@ -47,6 +47,7 @@ __all__ = [
     "exactly_one",
     "one_of_schema",
     "set_keys",
+    "set_schema",
 ]
 
 DTMF_PATTERN = r"^([0-9A-Da-d*#wW,]|\{\{[^{}]+\}\})+$"
@@ -167,6 +168,14 @@ def exactly_one(
 def one_of_schema(keys: Iterable[str]) -> dict[str, Any]:
     """JSON Schema: exactly one of ``keys`` is present."""
     return {"oneOf": [{"required": [k]} for k in keys]}
+
+
+def set_schema(*keys: str) -> dict[str, Any]:
+    """JSON Schema: every one of ``keys`` is written with a value other than null.
+
+    What a validator's ``is not None`` tests: a key written as null counts as not set.
+    """
+    return {"required": list(keys), "properties": {k: {"not": {"type": "null"}} for k in keys}}
 
 
 def _short_form_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
@@ -400,6 +409,8 @@ class RESTListen(ConfigModel):
 
 class RESTResponse(ConfigModel):
     """How the agent's turn is read from a rest target's answers (JSONPaths)."""
+
+    model_config = ConfigDict(json_schema_extra={"not": set_schema("poll", "listen")})
 
     text: str | None = F("Where the reply text sits in the answer (a JSONPath).", "$.reply", default=None)
     tool_calls: str | None = F(

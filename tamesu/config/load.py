@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tamesu.config.yamlload import Positions, YamlDoc, parse_yaml
 from tamesu.errors import ConfigError, ConfigErrors
@@ -29,6 +29,7 @@ __all__ = [
     "find_suites",
     "load_project",
     "load_suite",
+    "read_doc",
     "validate",
     "validate_paths",
 ]
@@ -80,7 +81,8 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def _read_doc(path: Path, file: str) -> YamlDoc:
+def read_doc(path: Path, file: str) -> YamlDoc:
+    """One YAML file parsed with positions; a file that cannot be read is a ConfigErrors naming it."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -161,7 +163,7 @@ def load_project(start: Path | str) -> tuple[Project, Path] | None:
         def load() -> Project:
             from tamesu.config import Project
 
-            return _validate_model(Project, _read_doc(path, file), "tamesu.yaml")
+            return _validate_model(Project, read_doc(path, file), "tamesu.yaml")
 
         _project_cache[key] = _guarded(file, load)
     return _project_cache[key], path.parent
@@ -201,7 +203,7 @@ def load_suite(
         from tamesu.config import Suite
         from tamesu.config.checks import check_suite
 
-        doc = _read_doc(path, file)
+        doc = read_doc(path, file)
         suite = _validate_model(Suite, doc, "a suite")
         loaded = LoadedSuite(suite, path, suite_dir, proj, proj_dir, doc.positions, file)
         errors = check_suite(loaded, doc, update_golden=update_golden)
@@ -249,15 +251,21 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(out)
 
 
-def find_suites(paths: Iterable[Path | str]) -> list[Path]:
+def find_suites(
+    paths: Iterable[Path | str], *, project_at: Callable[[Path], tuple[Any, Path] | None] | None = None
+) -> list[Path]:
     """The suite files named by ``paths``: files as given; folders through the project's ``suites``
-    globs, else every ``*.yaml`` / ``*.yml`` below them with a top-level ``suite:`` key."""
+    globs, else every ``*.yaml`` / ``*.yml`` below them with a top-level ``suite:`` key.
+
+    ``project_at`` finds a folder's project as ``load_project`` does (the default); validate's
+    fast path passes one that returns tamesu.yaml's plain mapping instead of the model.
+    """
     out: list[Path] = []
     for p in map(Path, paths):
         if not p.is_dir():
             out.append(p)
             continue
-        globs = _project_globs(p)
+        globs = _project_globs(p, project_at or load_project)
         if globs is not None:
             root, patterns = globs
             matchers = [_glob_regex(g) for g in patterns]
@@ -278,15 +286,23 @@ def find_suites(paths: Iterable[Path | str]) -> list[Path]:
     return unique
 
 
-def _project_globs(folder: Path) -> tuple[Path, list[str]] | None:
+def _project_globs(
+    folder: Path, project_at: Callable[[Path], tuple[Any, Path] | None]
+) -> tuple[Path, list[str]] | None:
     """The project's ``suites`` globs when ``folder`` is the project's folder and it sets them."""
     candidate = folder / PROJECT_FILE
     if not candidate.is_file():
         return None
-    found = load_project(folder)
+    found = project_at(folder)
     if not found:
         return None
-    patterns = getattr(found[0], "suites", None)
+    project = found[0]
+    if isinstance(project, Mapping):
+        from tamesu.config._fastschema import DEFAULT_SUITE_GLOBS
+
+        patterns = project.get("suites", list(DEFAULT_SUITE_GLOBS))
+    else:
+        patterns = getattr(project, "suites", None)
     if not patterns:
         return None
     return found[1], [patterns] if isinstance(patterns, str) else list(patterns)

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from tamesu.config.assertion import Assertion
 from tamesu.config.common import ConfigModel, Duration, F, Hook, PositiveInt, StrMap
+from tamesu.load.profile import LoadProfile
 
 if TYPE_CHECKING:
     from tamesu.config.suite import Suite, Test
@@ -264,6 +265,11 @@ class Project(ConfigModel):
     hooks: ProjectHooks | None = F(
         "Setup and teardown around the whole run.",
         {"before_all": [{"command": "./scripts/seed.sh"}]},
+        default=None,
+    )
+    load: LoadProfile | None = F(
+        "How tamesu load drives the suites: calls, rate or concurrency, shape and gates.",
+        {"concurrency": 50, "duration": "5m", "ramp_up": "30s", "gates": {"pass_rate": 0.95}},
         default=None,
     )
 

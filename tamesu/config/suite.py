@@ -24,6 +24,7 @@ from tamesu.config.common import (
     StrMap,
     exactly_one,
     one_of_schema,
+    set_schema,
 )
 from tamesu.config.project import Budgets, Defaults, Models
 from tamesu.config.target import Target
@@ -188,6 +189,13 @@ class Behaviors(ConfigModel):
 class Persona(ConfigModel):
     """The simulated user: name, manner, language, voice, habits."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": set_schema("tactics"),
+            "then": {"required": ["adversarial"], "properties": {"adversarial": {"const": True}}},
+        }
+    )
+
     name: str | None = F("The name the persona gives when asked.", "Marta", default=None)
     style: str | None = F(
         "Manner of speaking, for example polite or impatient.", "polite, slightly confused", default=None
@@ -299,7 +307,14 @@ class ScriptStep(ConfigModel):
 class Scenario(ConfigModel):
     """What the simulated user wants, and when the conversation stops."""
 
-    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["goal"]}, {"required": ["script"]}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                set_schema("goal"),
+                {"required": ["script"], "properties": {"script": {"type": "array", "minItems": 1}}},
+            ]
+        }
+    )
 
     goal: str | None = F(
         "What the user wants; pursued after the script. With a script and no goal, the script plays and the run stops.",
@@ -344,6 +359,11 @@ class Fuzz(ShortForm):
         "enum": [m for m in FUZZ_MODES if m != "custom"],
         "description": "The fuzz mode alone.",
     }
+    __object_schema__: ClassVar[dict[str, Any]] = {
+        "if": {"required": ["mode"], "properties": {"mode": {"const": "custom"}}},
+        "then": {"required": ["result"]},
+        "else": {"not": {"required": ["result"]}},
+    }
 
     mode: FuzzMode = F("The kind of faulty answer the tool gives.", "delay")
     delay: Duration | None = F(
@@ -381,9 +401,7 @@ class Test(ConfigModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "not": {
-                "anyOf": [{"required": ["cases", "cases_file"]}, {"required": ["persona", "counterpart"]}]
-            }
+            "not": {"anyOf": [set_schema("cases", "cases_file"), set_schema("persona", "counterpart")]}
         }
     )
     __test__: ClassVar[bool] = False
@@ -480,7 +498,11 @@ class RemoteSkill(ShortForm):
     """A skill on a remote agent's card."""
 
     __short_field__: ClassVar[str] = "id"
-    __short_schema__: ClassVar[dict[str, Any]] = {"type": "string", "description": "Identifier of the skill."}
+    __short_schema__: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "Identifier of the skill.",
+    }
 
     id: str = F("Identifier of the skill.", "refund", min_length=1)
     name: str | None = F("The skill's name; the id when unset.", "Refunds", default=None)
@@ -491,7 +513,7 @@ class RemoteSkill(ShortForm):
 class RemoteReply(ConfigModel):
     """A scripted answer of a remote agent."""
 
-    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["say"]}, {"required": ["data"]}]})
+    model_config = ConfigDict(json_schema_extra={"anyOf": [set_schema("say"), set_schema("data")]})
 
     when: str | None = F(
         "A regular expression on the incoming message; every message when unset.", "(?i)cancel", default=None
@@ -531,7 +553,9 @@ class RemoteAgent(ConfigModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "not": {"anyOf": [{"required": ["forward", "reply"]}, {"required": ["forward", "replies"]}]}
+            "not": {"anyOf": [set_schema("forward", "reply"), set_schema("forward", "replies")]},
+            "if": {"required": ["headers"]},
+            "then": set_schema("forward"),
         }
     )
 

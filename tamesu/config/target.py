@@ -30,6 +30,7 @@ from tamesu.config.common import (
     StrMap,
     exactly_one,
     one_of_schema,
+    set_schema,
 )
 
 __all__ = [
@@ -293,6 +294,7 @@ class ToolDef(ConfigModel):
         "JSON Schema (an object schema) of the arguments; no arguments when unset.",
         {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]},
         default=None,
+        json_schema_extra={"properties": {"type": {"const": "object"}}},
     )
     result: Any = F(
         "What a call returns to the model (any JSON; string leaves may use {{args.NAME}}).",
@@ -310,6 +312,15 @@ class ToolDef(ConfigModel):
 
 class VoiceAudio(ConfigModel):
     """How audio travels on a voice target's websocket."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["frames"], "properties": {"frames": {"const": "json"}}},
+                {"properties": {"send": {"type": "null"}, "receive": {"type": "null"}}},
+            ]
+        }
+    )
 
     encoding: Literal["pcm16", "mulaw", "alaw"] = F("Encoding on the wire.", "mulaw", default="pcm16")
     sample_rate: PositiveInt | None = F(
@@ -723,15 +734,57 @@ def _check_alternatives(t: Target, keys: set[str]) -> None:
         fail("a realtime target's protocol is ga or beta")
 
 
-_TYPE_SCHEMA_RULES: dict[str, dict[str, Any]] = {
-    "model": one_of_schema(("system", "system_file")),
-    "mcp": one_of_schema(("command", "url")),
-    "sip": {
-        "if": {"properties": {"direction": {"const": "inbound"}}, "required": ["direction"]},
-        "then": {"required": ["trigger"]},
-        "else": {"required": ["to"]},
-    },
+_WEBSOCKET: dict[str, Any] = {"required": ["streaming"], "properties": {"streaming": {"const": "websocket"}}}
+_EITHER_KEY: dict[str, Any] = {"anyOf": [{"required": ["api_key"]}, {"required": ["api_secret"]}]}
+
+_TYPE_SCHEMA_RULES: dict[str, list[dict[str, Any]]] = {
+    "model": [one_of_schema(("system", "system_file"))],
+    "mcp": [
+        one_of_schema(("command", "url")),
+        {"if": {"anyOf": [{"required": ["args"]}, {"required": ["env"]}]}, "then": {"required": ["command"]}},
+    ],
+    "sip": [
+        {
+            "if": {"properties": {"direction": {"const": "inbound"}}, "required": ["direction"]},
+            "then": {"required": ["trigger"]},
+            "else": {"required": ["to"], "not": {"required": ["trigger"]}},
+        }
+    ],
+    "livekit": [
+        {"not": {"required": ["token"], **_EITHER_KEY}},
+        {"anyOf": [{"required": ["api_key", "api_secret"]}, {"not": _EITHER_KEY}]},
+    ],
+    "rest": [
+        {
+            "if": set_schema("protocol"),
+            "then": {
+                **_WEBSOCKET,
+                "properties": {"protocol": {"const": "socketio"}, **_WEBSOCKET["properties"]},
+            },
+        },
+        {
+            "if": {"not": _WEBSOCKET},
+            "then": {
+                "properties": {
+                    "request": {"properties": {"open": {"type": "null"}, "handshake": {"type": "null"}}},
+                    "response": {"properties": {"turn_done": {"type": "null"}, "idle": {"type": "null"}}},
+                }
+            },
+        },
+        {
+            "if": {
+                "required": ["request"],
+                "properties": {"request": {"type": "object", **set_schema("capture")}},
+            },
+            "then": {
+                "required": ["response"],
+                "properties": {"response": {"type": "object", **set_schema("poll")}},
+            },
+        },
+    ],
+    "realtime": [{"properties": {"protocol": {"not": {"const": "socketio"}}}}],
 }
+"""Per target type, the rules between its keys (_check_alternatives) as JSON Schema."""
 
 
 def _target_schema(schema: dict[str, Any]) -> None:
@@ -743,6 +796,7 @@ def _target_schema(schema: dict[str, Any]) -> None:
         }
         if TARGET_REQUIRED.get(kind):
             then["required"] = list(TARGET_REQUIRED[kind])
-        then.update(_TYPE_SCHEMA_RULES.get(kind, {}))
+        if kind in _TYPE_SCHEMA_RULES:
+            then["allOf"] = _TYPE_SCHEMA_RULES[kind]
         rules.append({"if": {"properties": {"type": {"const": kind}}, "required": ["type"]}, "then": then})
     schema["allOf"] = rules

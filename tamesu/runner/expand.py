@@ -2,13 +2,12 @@
 
 A parameterised test becomes several tests with names of their own (``refund [late] (es)``), so
 reports, ``--filter`` and run history treat each case and language as a test in its own right.
+csv and json are imported when a cases file is read: ``tamesu validate`` loads this module.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,7 @@ from tamesu.errors import ConfigError
 if TYPE_CHECKING:
     from tamesu.config import Test
 
-__all__ = ["CaseRow", "ExpandedTest", "expand_test", "expanded_id", "read_cases_file"]
+__all__ = ["CaseRow", "ExpandedTest", "expand_test", "expanded_id", "expanded_ids", "read_cases_file"]
 
 
 @dataclass
@@ -52,14 +51,6 @@ def expand_test(test: Test, suite_dir: Path | str) -> list[ExpandedTest]:
     """Every case x language of ``test``; the test itself when it has neither."""
     base_vars = {k: str(v) for k, v in (test.vars or {}).items()}
     rows = [CaseRow(c.name, {k: str(v) for k, v in (c.vars or {}).items()}) for c in test.cases or []]
-    if test.cases_file:
-        rows.extend(read_cases_file(Path(suite_dir) / test.cases_file))
-    cases: list[tuple[str | None, dict[str, str]]] = [(None, {})]
-    if rows:
-        cases = [(row.name or f"case {i}", row.vars) for i, row in enumerate(rows, start=1)]
-        _no_duplicates([c[0] or "" for c in cases], "case", test.name)
-    languages: list[str | None] = list(test.languages or []) or [None]
-    _no_duplicates([lang or "" for lang in languages], "language", test.name)
     return [
         ExpandedTest(
             test_id=expanded_id(test.name, case, language),
@@ -68,9 +59,41 @@ def expand_test(test: Test, suite_dir: Path | str) -> list[ExpandedTest]:
             language=language,
             vars={**base_vars, **case_vars},
         )
-        for case, case_vars in cases
-        for language in languages
+        for case, case_vars, language in _variants(
+            test.name, rows, test.cases_file, test.languages, suite_dir
+        )
     ]
+
+
+def expanded_ids(test: Mapping[str, Any], suite_dir: Path | str) -> list[str]:
+    """The test ids ``expand_test`` gives a test written as plain data (a validated suite's mapping).
+
+    ``tamesu validate`` checks names on the file's data without building the models.
+    """
+    cases = test.get("cases") or []
+    rows = [CaseRow(c.get("name"), {k: str(v) for k, v in (c.get("vars") or {}).items()}) for c in cases]
+    name = test["name"]
+    variants = _variants(name, rows, test.get("cases_file"), test.get("languages"), suite_dir)
+    return [expanded_id(name, case, language) for case, _, language in variants]
+
+
+def _variants(
+    name: str,
+    rows: list[CaseRow],
+    cases_file: str | None,
+    languages: Sequence[str] | None,
+    suite_dir: Path | str,
+) -> list[tuple[str | None, dict[str, str], str | None]]:
+    """(case, case vars, language) of every test a test stands for; names checked for duplicates."""
+    if cases_file:
+        rows = [*rows, *read_cases_file(Path(suite_dir) / cases_file)]
+    cases: list[tuple[str | None, dict[str, str]]] = [(None, {})]
+    if rows:
+        cases = [(row.name or f"case {i}", row.vars) for i, row in enumerate(rows, start=1)]
+        _no_duplicates([c[0] or "" for c in cases], "case", name)
+    langs: list[str | None] = list(languages or []) or [None]
+    _no_duplicates([lang or "" for lang in langs], "language", name)
+    return [(case, case_vars, language) for case, case_vars in cases for language in langs]
 
 
 def _no_duplicates(names: list[str], what: str, test: str) -> None:
@@ -102,6 +125,9 @@ def read_cases_file(path: Path) -> list[CaseRow]:
 
 
 def _read_csv(text: str, path: Path) -> list[CaseRow]:
+    import csv
+    import io
+
     reader = csv.reader(io.StringIO(text, newline=""))
     rows: list[tuple[int, list[str]]] = []
     try:
@@ -131,6 +157,8 @@ def _read_csv(text: str, path: Path) -> list[CaseRow]:
 
 
 def _read_json(text: str, path: Path) -> list[CaseRow]:
+    import json
+
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -155,4 +183,6 @@ def _stringify(value: Any) -> str:
         return value
     if value is None:
         return ""
+    import json
+
     return json.dumps(value, ensure_ascii=False)
