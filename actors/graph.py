@@ -15,21 +15,24 @@ recorded so far survives in two ways:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, evaluate
+from tamesu.clock import within
 from tamesu.durations import format_duration, parse_duration
 from tamesu.secrets import SecretStore
 from tamesu.templates import Scope, render_text
 from tamesu.transcript import Transcript
 
-from .base import Actor, error_message, roundtrip
+from .base import Actor, drive, error_message, roundtrip
 from .messages import ErrorMsg
 from .recorder import Recorder
 from .simulator_actor import SimulatorActor, UserSimulator
@@ -92,9 +95,7 @@ class RunGraph:
             started_at=float(getattr(self.clock, "started_wall", 0.0)),
         )
         self.scope = Scope({"vars": dict(spec.vars)}, resolvers={"secrets": self._secret})
-        self._store = SecretStore(
-            spec.secrets, redactor=services.redactor, base_dir=spec.suite_dir, vars=spec.vars
-        )
+        self._store: SecretStore | None = None
         self._simulator = simulator
         self._opts: dict[str, Any] = {
             "maxsize": maxsize,
@@ -114,21 +115,29 @@ class RunGraph:
         self.ledger = _new_ledger()
         self.results: list[AssertionResult] = []
         self._error: ErrorMsg | None = None
+        self._graded = False
+        """The run ended and was graded: the transcript and its metrics change no more."""
 
     def _secret(self, name: str) -> str:
         if name in self.secrets:
             return self.secrets[name]
         if name in self.services.secrets:
             return self.services.secrets[name]
+        if self._store is None:
+            spec = self.spec
+            self._store = SecretStore(
+                spec.secrets, redactor=self.services.redactor, base_dir=spec.suite_dir, vars=spec.vars
+            )
         return self._store.get(name)
 
     async def run(self, *, timeout: float | None = None, sink: OutcomeSink | None = None) -> GraphOutcome:
         """Drive the run to its end (or to ``timeout`` seconds) and return its outcome."""
+        unrunnable = self.spec.extra.get("unrunnable")
+        if unrunnable:
+            self._fail(str(unrunnable), "model", False)
+            return self.outcome()
         try:
-            if timeout is None:
-                await self._run()
-            else:
-                await asyncio.wait_for(self._run(), timeout)
+            await within(self._run(), timeout)
         except asyncio.TimeoutError:
             self._fail(f"the run took longer than {format_duration(timeout or 0)}", "timeout", True)
         except asyncio.CancelledError:
@@ -140,7 +149,8 @@ class RunGraph:
 
     def outcome(self) -> GraphOutcome:
         """The outcome so far, redacted: mid-run it holds the partial transcript."""
-        self._metrics()
+        if not self._graded:
+            self._metrics()
         error = self._error or self.recorder.error
         redactor = self.services.redactor
         return GraphOutcome(
@@ -152,6 +162,7 @@ class RunGraph:
         )
 
     def _fail(self, message: str, kind: str, retryable: bool) -> None:
+        self._graded = False
         if self._error is None and self.recorder.error is None:
             self._error = ErrorMsg(message=message, kind=kind, retryable=retryable, at=self.clock.now())
             self.transcript.events.append(
@@ -253,18 +264,32 @@ class RunGraph:
         except Exception as exc:
             self._fail_exc(exc)
             return
-        tasks = [asyncio.create_task(a.run(), name=f"{self.spec.run_id}:{a.name}") for a in actors]
+        own = [a for a in actors if not a.drivable]
+        tasks = [asyncio.create_task(a.run(), name=f"{self.spec.run_id}:{a.name}") for a in own]
+        begun: list[Actor] = []
         try:
-            await self._converse(tasks)
+            await drive([a for a in actors if a.drivable], begun=begun, other_tasks=bool(own))
+            died = next((a.died for a in actors if a.died is not None), None)
+            if died is not None:
+                self._fail_exc(died, kind="internal")
+            elif not self.recorder.finished.is_set():
+                await self._converse(tasks)
         finally:
-            await _shutdown(tasks)
+            await _shutdown(tasks, begun)
         if self._error is not None or self.recorder.error is not None:
             return
         self._metrics()
         self.results = await self._assertions()
+        if self.ledger is not None and self.ledger.calls:
+            # Judges spend too: the run's llm_* figures (and so the budget) include grading.
+            self.transcript.metrics.update(self.ledger.metrics())
+        self._graded = True
 
     async def _converse(self, tasks: list[asyncio.Task[None]]) -> None:
         """Wait for the recorder to see the session end; an actor that dies first is an internal error."""
+        if not tasks:
+            self._fail("the run's actors stopped before the session ended", "internal", False)
+            return
         finished = asyncio.create_task(self.recorder.finished.wait())
         pending: set[asyncio.Task[Any]] = set(tasks)
         try:
@@ -300,7 +325,7 @@ class RunGraph:
         ctx = AssertionContext(
             transcript=self.transcript,
             scope=self.scope,
-            suite_dir=Path(self.spec.suite_dir),
+            suite_dir=_path(self.spec.suite_dir),
             http=self.services.http,
             update_golden=self.services.update_golden,
             target_type=str(self.spec.target.type),
@@ -313,7 +338,10 @@ class RunGraph:
                 "project_dir": self.spec.extra.get("project_dir"),
             },
         )
-        return list(await asyncio.gather(*(self._assert(named, ctx) for named in self.spec.assertions)))
+        named = self.spec.assertions
+        if len(named) == 1:
+            return [await self._assert(named[0], ctx)]
+        return list(await asyncio.gather(*(self._assert(item, ctx) for item in named)))
 
     async def _assert(self, named: NamedAssertion, ctx: AssertionContext) -> AssertionResult:
         item = named.item
@@ -385,7 +413,12 @@ def _adapter(target: Any, ctx: TargetContext) -> TargetAdapter:
 
 def _turn_timeout(target: Any) -> float:
     value = getattr(target, "turn_timeout", None)
-    return parse_duration(value) if value else 60.0
+    return _seconds(value) if value else 60.0
+
+
+_seconds = lru_cache(maxsize=256)(parse_duration)
+"""Durations of a suite are few and asked for on every run."""
+_path = lru_cache(maxsize=256)(Path)
 
 
 def _new_ledger() -> UsageLedger | None:
@@ -406,7 +439,18 @@ def _redacted_copy(value: _T, cls: type[_T], redactor: Redactor) -> _T:
     return msgspec.convert(redactor.redact_obj(msgspec.to_builtins(value, enc_hook=str)), cls)
 
 
-async def _shutdown(tasks: list[asyncio.Task[None]]) -> None:
+async def _shutdown(tasks: list[asyncio.Task[None]], driven: list[Actor]) -> None:
+    """Cancel the actors' tasks and stop the driven actors, giving them ``STOP_GRACE`` seconds."""
     for task in tasks:
         task.cancel()
-    await asyncio.wait(tasks, timeout=STOP_GRACE)
+    if tasks:
+        await asyncio.wait(tasks, timeout=STOP_GRACE)
+    if driven:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await within(_stop_all(driven), STOP_GRACE)
+
+
+async def _stop_all(actors: list[Actor]) -> None:
+    for actor in actors:
+        with contextlib.suppress(Exception):
+            await actor.stop()

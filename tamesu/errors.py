@@ -2,6 +2,8 @@
 
     TamesuError
     ├── ConfigError          bad suite / tamesu.yaml: file, line, column, key path, hint (exit 2)
+    │   ├── ModelUnavailable a test needs a model no configuration provides: the test cannot run,
+    │   │                    the suite's other tests still do
     │   └── ConfigErrors     several ConfigErrors of one load, reported together
     ├── UsageError           bad command line (exit 2)
     ├── MissingExtraError    an optional part is not installed; names the extra or Debian package
@@ -26,6 +28,7 @@ __all__ = [
     "HookError",
     "MissingExtraError",
     "ModelError",
+    "ModelUnavailable",
     "SecretError",
     "TamesuError",
     "TargetError",
@@ -72,6 +75,14 @@ class ConfigError(TamesuError):
             "message": self.message,
             "hint": self.hint,
         }
+
+
+@dataclass
+class ModelUnavailable(ConfigError):
+    """A part of a test needs a model that no ``models:`` / provider / key makes available."""
+
+    test_index: int = -1
+    """The test (its index in ``tests``) that cannot run."""
 
 
 @dataclass

@@ -33,6 +33,7 @@ tests:
     target: bot
     tags: [slow]
     scenario: { script: [ { say: hi } ] }
+models: { default: ollama/llama3.2 }
 """
 
 
@@ -277,7 +278,9 @@ def test_init_writes_a_project_that_validates_and_refuses_to_overwrite(
     assert (root / "tamesu.yaml").read_text().startswith("# yaml-language-server: $schema=")
     capsys.readouterr()
     assert main(["validate", str(root)]) == 0
-    assert capsys.readouterr().out == "ok: 1 suite, 2 tests\n"
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith("ok: 1 suite, 2 tests")
+    assert all("GEMINI_API_KEY" in line for line in out[:-1]), "only the model key may be missing"
 
     suite.write_text("suite: mine\n", encoding="utf-8")
     assert main(["init", str(root)]) == 2

@@ -30,16 +30,18 @@ def run(args: argparse.Namespace) -> int:
     color = bool(getattr(args, "use_color", False))
     fast = validate_fast(args.paths or ["."])
     if fast is not None:
-        return _ok(fast.suites, fast.tests, as_json=args.json, color=color)
+        return _ok(fast.suites, fast.tests, fast.warnings, as_json=args.json, color=color)
     from tamesu.config.load import validate_paths
 
     report = validate_paths(args.paths or ["."])
+    if not report.errors:
+        return _ok(len(report.suites), report.tests, list(report.warnings), as_json=args.json, color=color)
     if args.json:
         import json
 
-        json.dump([e.to_dict() for e in report.errors], sys.stdout, indent=2)
+        json.dump([_as_dict(e) for e in [*report.errors, *report.warnings]], sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return EXIT_CONFIG if report.errors else EXIT_OK
+        return EXIT_CONFIG
     if report.errors:
         print_config_errors(report.errors, color=color)
         files = len({e.file for e in report.errors})
@@ -49,9 +51,27 @@ def run(args: argparse.Namespace) -> int:
     return _ok(len(report.suites), report.tests, as_json=False, color=color)
 
 
-def _ok(suites: int, tests: int, *, as_json: bool, color: bool) -> int:
+def _as_dict(error: object) -> dict[str, object]:
+    from tamesu.errors import ModelUnavailable
+
+    out = error.to_dict()  # type: ignore[attr-defined]
+    out["severity"] = "warning" if isinstance(error, ModelUnavailable) else "error"
+    return dict(out)
+
+
+def _ok(suites: int, tests: int, warnings: list[object], *, as_json: bool, color: bool) -> int:
+    """Valid. Warnings name tests that need a model nothing configures: ``tamesu run`` reports them as
+    errors without running them, and runs the rest."""
     if as_json:
-        sys.stdout.write("[]\n")
+        import json
+
+        json.dump([_as_dict(w) for w in warnings], sys.stdout, indent=2)
+        sys.stdout.write("\n")
         return EXIT_OK
-    print(paint(f"ok: {suites} suite{'s' * (suites != 1)}, {tests} test{'s' * (tests != 1)}", "green", color))
+    for w in warnings:
+        print(paint(f"warning: {w}", "yellow", color))
+    line = f"ok: {suites} suite{'s' * (suites != 1)}, {tests} test{'s' * (tests != 1)}"
+    if warnings:
+        line += f"; {len(warnings)} check{'s' * (len(warnings) != 1)} need{'s' * (len(warnings) == 1)} a model (see the warnings)"
+    print(paint(line, "green", color))
     return EXIT_OK

@@ -84,7 +84,11 @@ def check_document(
         secrets=set(_keys((project or {}).get("secrets"))) | set(_keys(data.get("secrets"))),
         case_vars=_case_vars(ctx, data, files_ok),
     )
-    ctx.errors.extend(check_model_needs(model_needs(data), suite=data, project=project))
+    ctx.errors.extend(
+        check_model_needs(
+            model_needs(data), suite=data, project=project, file=doc.file, positions=doc.positions
+        )
+    )
     return sorted(ctx.errors, key=lambda e: (e.line or 0, e.column or 0, e.path))
 
 
@@ -283,6 +287,19 @@ def _relocate(ctx: _Ctx, exc: ConfigError, i: int) -> None:
     ctx.error(exc.message, path, hint=exc.hint)
 
 
+MODEL_PACKS = frozenset(
+    {
+        "prompt_injection",
+        "stays_in_scope",
+        "discloses_ai",
+        "harmful_content",
+        "excessive_agency",
+        "policy_consistency",
+    }
+)
+"""Built-in packs that grade with a judge (tamesu.packs marks them needs_model; a test keeps both in step)."""
+
+
 @dataclass
 class ModelNeed:
     """A part of a suite that cannot run without a model of this role."""
@@ -306,9 +323,20 @@ def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
                 needs.append(
                     ModelNeed(("tests", i, "capture", j, "extract"), "default", "an extract capture")
                 )
+    targets = data.get("targets") if isinstance(data.get("targets"), dict) else {}
+    for i, test in _tests(data):
+        target = targets.get(test.get("target")) if isinstance(targets, dict) else None
+        if isinstance(target, dict) and target.get("type") == "model" and not target.get("model"):
+            needs.append(ModelNeed(("tests", i, "target"), "default", "a model target without its own model"))
     roles = {"judge": "judge", "similar_to": "embedder", "grounded": "judge", "evaluator": "judge"}
+    suite_packs = data.get("packs") if isinstance(data.get("packs"), dict) else {}
     for path, kind, spec in _assertions(data):
-        if kind in roles:
+        if kind == "pack" and isinstance(spec, str):
+            items = suite_packs.get(spec) if isinstance(suite_packs, dict) else None
+            kinds = {k for item in items or [] if isinstance(item, dict) for k in item}
+            if (items is None and spec in MODEL_PACKS) or kinds & {*roles, "golden", "handoff"}:
+                needs.append(ModelNeed(path, "judge", f"the {spec} pack"))
+        elif kind in roles:
             needs.append(ModelNeed(path, roles[kind], f"a {kind} assertion"))
         elif kind == "golden" and isinstance(spec, dict) and spec.get("mode") == "judge":
             needs.append(ModelNeed(path, "judge", "a golden assertion in judge mode"))
@@ -318,15 +346,62 @@ def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
 
 
 def check_model_needs(
-    needs: list[ModelNeed], *, suite: Mapping[str, Any], project: Mapping[str, Any] | None
+    needs: list[ModelNeed],
+    *,
+    suite: Mapping[str, Any],
+    project: Mapping[str, Any] | None,
+    file: str = "<suite>",
+    positions: Any = None,
 ) -> list[ConfigError]:
-    """Hook: errors for parts of the suite that need a model no configuration provides.
+    """One error per part of a test that needs a model no configuration provides.
 
-    Not an error yet: which models are reachable is decided by the model configuration (models:,
-    providers and credentials), which plugs in here. It reads the plain data of the suite and of
-    tamesu.yaml (``suite["models"]``, ``project["providers"]``), as every check here does.
+    Reads ``models:`` (tamesu.yaml, then the suite, key by key), tamesu.yaml ``providers:`` and the
+    environment's conventional keys. These errors are ``ModelUnavailable``: ``tamesu validate``
+    reports them, and ``tamesu run`` still runs the suite's other tests.
     """
-    return []
+    if not needs:
+        return []
+    from tamesu.errors import ModelUnavailable
+    from tamesu.models.refs import custom_provider, missing_credentials, provider_infos
+
+    models: dict[str, Any] = {**_mapping((project or {}).get("models")), **_mapping(suite.get("models"))}
+    credentials = {**_mapping(_mapping((project or {}).get("models")).get("credentials")),
+                   **_mapping(_mapping(suite.get("models")).get("credentials"))}  # fmt: skip
+    custom = {
+        name: custom_provider(name, str(_mapping(p).get("base_url", "")))
+        for name, p in _mapping((project or {}).get("providers")).items()
+    }
+    out: list[ConfigError] = []
+    for need in needs:
+        ref = models.get(need.role) or models.get("default")
+        if need.role == "embedder" and not models.get("embedder") and ref:
+            provider = str(ref).split("/", 1)[0]
+            ref = provider_infos.get(provider).default_embedder if provider in provider_infos else None
+        if not ref:
+            keys = (
+                "models.embedder (local/minilm works offline)"
+                if need.role == "embedder"
+                else (f"models.{need.role} or models.default" if need.role != "default" else "models.default")
+            )
+            problem = f"{need.why} needs a model: set {keys} in the suite or tamesu.yaml"
+        elif str(ref).startswith("local/"):
+            continue
+        else:
+            missing = missing_credentials(
+                str(ref), credentials={k: "set" for k in credentials}, custom=custom
+            )
+            if missing is None:
+                continue
+            problem = f"{need.why} needs {ref}, which cannot be called: {missing}"
+        line, col = positions.value(need.path) if positions is not None else (None, None)
+        index = need.path[1] if len(need.path) > 1 and isinstance(need.path[1], int) else -1
+        out.append(ModelUnavailable(problem, file=file, line=line, column=col, path=format_path(need.path),
+                                    test_index=index))  # fmt: skip
+    return out
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 _BARE_WHERE = {

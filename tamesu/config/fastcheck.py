@@ -6,7 +6,8 @@ is parsed with positions as usual, its plain data is checked by the validator ge
 JSON Schema (``_fastschema``, which answers True only where the models accept the data), and
 then the semantic checks run on that same data, exactly as they do after the models.
 
-The only answer this path gives is "all valid". At the first sign of any problem (a schema
+The only answer this path gives is "all valid" (with warnings for tests that need a model nothing
+configures, which the models' path reports the same way). At the first sign of any problem (a schema
 refusal, a check's error, an unreadable file, even a bug here) it returns None, and validate
 runs the models, which report every error with their own messages and positions. A file the
 fast path refuses but the models accept is merely slower, never wrong.
@@ -15,9 +16,11 @@ fast path refuses but the models accept is merely slower, never wrong.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tamesu.errors import ConfigError, ModelUnavailable
 
 __all__ = ["FastResult", "validate_fast"]
 
@@ -28,6 +31,8 @@ class FastResult:
 
     suites: int
     tests: int
+    warnings: list[ConfigError] = field(default_factory=list)
+    """Tests that cannot run here: they need a model nothing configures (ModelUnavailable)."""
 
 
 class _Defer(Exception):
@@ -67,6 +72,7 @@ def _validate(paths: list[Path | str]) -> FastResult:
     if not files:
         raise _Defer("no suites")
     tests = 0
+    warnings: list[ConfigError] = []
     for file in files:
         doc = read_doc(file, display_path(file))
         data = doc.data
@@ -74,7 +80,9 @@ def _validate(paths: list[Path | str]) -> FastResult:
             raise _Defer(file)
         suite_dir = file.resolve().parent
         found = project_at(suite_dir)
-        if check_document(doc, suite_dir, project=found[0] if found else None):
+        problems = check_document(doc, suite_dir, project=found[0] if found else None)
+        if any(not isinstance(e, ModelUnavailable) for e in problems):
             raise _Defer(file)
+        warnings.extend(problems)
         tests += len(data["tests"])
-    return FastResult(suites=len(files), tests=tests)
+    return FastResult(suites=len(files), tests=tests, warnings=warnings)

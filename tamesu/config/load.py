@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tamesu.config.yamlload import Positions, YamlDoc, parse_yaml
-from tamesu.errors import ConfigError, ConfigErrors
+from tamesu.errors import ConfigError, ConfigErrors, ModelUnavailable
 
 if TYPE_CHECKING:
     from tamesu.config import Project, Suite
@@ -54,6 +54,8 @@ class LoadedSuite:
     """Where each key path of the suite file is written, for errors found later (at run time)."""
     file: str = ""
     """The suite's name in messages: relative to the working directory when it is below it."""
+    unrunnable: list[ModelUnavailable] = field(default_factory=list)
+    """Tests that need a model no configuration provides: reported, and not run."""
 
     def where(self, *path: str | int) -> tuple[str, int, int]:
         """(file, line, column) of a key path, for errors that surface after loading."""
@@ -67,6 +69,8 @@ class ValidationReport:
 
     suites: list[LoadedSuite] = field(default_factory=list)
     errors: list[ConfigError] = field(default_factory=list)
+    warnings: list[ModelUnavailable] = field(default_factory=list)
+    """Tests that need a model nothing configures: valid, but ``tamesu run`` reports them as errors."""
 
     @property
     def tests(self) -> int:
@@ -207,8 +211,10 @@ def load_suite(
         suite = _validate_model(Suite, doc, "a suite")
         loaded = LoadedSuite(suite, path, suite_dir, proj, proj_dir, doc.positions, file)
         errors = check_suite(loaded, doc, update_golden=update_golden)
-        if errors:
-            raise ConfigErrors(errors)
+        hard = [e for e in errors if not isinstance(e, ModelUnavailable)]
+        if hard:
+            raise ConfigErrors(hard)
+        loaded.unrunnable = [e for e in errors if isinstance(e, ModelUnavailable)]
         return loaded
 
     return _guarded(file, load)
@@ -330,9 +336,12 @@ def validate_paths(paths: Iterable[Path | str] = (".",), *, update_golden: bool 
              for p in paths])  # fmt: skip
     for f in files:
         try:
-            report.suites.append(load_suite(f, update_golden=update_golden))
+            loaded = load_suite(f, update_golden=update_golden)
         except ConfigErrors as exc:
             add(exc.errors)
+        else:
+            report.suites.append(loaded)
+            report.warnings.extend(loaded.unrunnable)
     return report
 
 

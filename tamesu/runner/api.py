@@ -202,7 +202,6 @@ def _resume_dir(opts: RunOptions, paths: list[str | Path]) -> Path | None:
 
 def _load(paths: Sequence[str | Path], opts: RunOptions) -> list[LoadedSuite]:
     from tamesu.config.load import validate_paths
-
     report = validate_paths(paths, update_golden=opts.update_golden)
     if report.errors:
         raise ConfigErrors(report.errors)

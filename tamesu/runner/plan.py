@@ -63,9 +63,13 @@ def plan(
     shared = _shared_assertions(effective_defaults(project, suite), suite, file)
     keep, drop = set(tags), set(exclude_tags)
 
+    unrunnable: dict[int, str] = {}
+    for problem in getattr(loaded, "unrunnable", None) or []:
+        unrunnable.setdefault(problem.test_index, f"{problem.message} (at {problem.path})")
+
     out: list[RunSpec] = []
     seen: set[str] = set()
-    for test in [*suite.tests, *red_team_tests(suite)]:
+    for index, test in enumerate([*suite.tests, *red_team_tests(suite)]):
         expansions = expand_test(test, loaded.dir)
         for expanded in expansions:
             if expanded.test_id in seen:
@@ -107,6 +111,7 @@ def plan(
             models=models,
             quarantine=quarantine_reason(test.quarantine, today),
             counterpart_target=counterpart,
+            extra={"unrunnable": unrunnable[index]} if index in unrunnable else {},
         )
         for expanded in expansions:
             if filter and not matches_filter(expanded.test_id, filter):

@@ -8,7 +8,7 @@ import pytest
 
 from tamesu.config.checks import model_needs
 from tamesu.config.load import load_suite
-from tamesu.errors import ConfigError, ConfigErrors
+from tamesu.errors import ConfigError, ConfigErrors, ModelUnavailable
 
 pytestmark = pytest.mark.unit
 
@@ -28,7 +28,8 @@ def check(
     try:
         load_suite(path, project=None if project is not None else False)
     except ConfigErrors as exc:
-        return exc.errors
+        # Whether a model is configured is tests/config/test_model_needs.py's subject, not these.
+        return [e for e in exc.errors if not isinstance(e, ModelUnavailable)]
     return []
 
 

@@ -501,6 +501,7 @@ def test_number_hook_is_a_strict_float(value: Any) -> None:
 SUITE = """\
 suite: demo
 vars: { shop: Mochi }
+models: { default: ollama/llama3.2 }
 targets:
   api: { type: rest, url: "http://127.0.0.1:9/chat", headers: { A: "{{secrets.TOKEN}}" } }
 tests:

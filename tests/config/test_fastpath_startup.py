@@ -16,6 +16,7 @@ targets:
   api: { type: rest, url: "http://127.0.0.1:9/chat" }
 tests:
   - { name: greeting, target: api, languages: [en, es], scenario: { goal: "Ask about returns" } }
+models: { default: ollama/llama3.2 }
 """
 
 PROBE = """\
