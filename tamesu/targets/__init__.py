@@ -8,3 +8,7 @@ __all__ = ["TargetAdapter", "TargetContext", "target", "targets"]
 
 targets.add("rest", "tamesu.targets.rest:RestTarget")
 targets.add("model", "tamesu.targets.model:ModelTarget")
+targets.add("realtime", "tamesu.targets.realtime:RealtimeTarget")
+targets.add("pipecat", "tamesu.targets.pipecat:PipecatTarget")
+targets.add("voice", "tamesu.targets.voice:VoiceTarget")
+targets.add("twilio", "tamesu.targets.twilio:TwilioTarget")

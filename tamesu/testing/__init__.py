@@ -1,7 +1,8 @@
 """Fakes for tests, shipped with tamesu so users can test their suites the way tamesu tests itself.
 
 ``serve_echo_agent`` runs a scripted echo agent on loopback; ``serve_model_server`` runs a
-scripted model server speaking the OpenAI wire format. Both load aiohttp only when first used.
+scripted model server speaking the OpenAI wire format; ``serve_realtime_server`` replays recorded
+OpenAI Realtime API event sequences over a websocket. Each loads its server library only when first used.
 """
 
 from __future__ import annotations
@@ -12,8 +13,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tamesu.testing.agents import EchoAgent, RecordedRequest, serve_echo_agent
     from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
+    from tamesu.testing.realtime_server import RealtimeServer, load_recording, serve_realtime_server
 
-__all__ = ["EchoAgent", "ModelServer", "RecordedRequest", "Reply", "serve_echo_agent", "serve_model_server"]
+__all__ = [
+    "EchoAgent",
+    "ModelServer",
+    "RealtimeServer",
+    "RecordedRequest",
+    "Reply",
+    "load_recording",
+    "serve_echo_agent",
+    "serve_model_server",
+    "serve_realtime_server",
+]
 
 _WHERE = {
     "EchoAgent": "agents",
@@ -22,6 +34,9 @@ _WHERE = {
     "ModelServer": "model_server",
     "Reply": "model_server",
     "serve_model_server": "model_server",
+    "RealtimeServer": "realtime_server",
+    "load_recording": "realtime_server",
+    "serve_realtime_server": "realtime_server",
 }
 
 

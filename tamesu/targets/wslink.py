@@ -1,0 +1,196 @@
+"""One websocket to an agent for a whole session: connect with retries, a reader task, a queue.
+
+Shared by the targets that speak a fixed protocol over a websocket (realtime, pipecat). Opening
+retries what waiting can fix (a refused connection, a 5xx, 408 or 429 handshake answer); any other
+handshake answer is final. Every error is redacted, since handshake headers carry credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tamesu.errors import TargetError
+from tamesu.targets.connect import Retry, fmt_seconds, retrying, snippet
+from tamesu.targets.rest_ws import Closed
+
+if TYPE_CHECKING:
+    from tamesu.targets.base import TargetContext
+    from tamesu.targets.connect import ConnectPolicy
+
+__all__ = ["MAX_QUEUED", "Closed", "WsLink", "http_to_ws"]
+
+MAX_QUEUED = 500
+"""Frames (10 s of 20 ms audio) waiting for a slow peer before the oldest are dropped."""
+
+
+def http_to_ws(url: str) -> str:
+    """http(s):// -> ws(s)://; other schemes are left alone."""
+    if url.startswith("https://"):
+        return "wss://" + url[len("https://") :]
+    if url.startswith("http://"):
+        return "ws://" + url[len("http://") :]
+    return url
+
+
+class WsLink:
+    """The session's socket; ``decode`` turns each frame into an item (None drops it)."""
+
+    def __init__(self, ctx: TargetContext, url: str, *, decode: Callable[[str | bytes], Any]) -> None:
+        self.ctx = ctx
+        self.url = url
+        self.decode = decode
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.conn: Any = None
+        self.closed: Closed | None = None
+        self.dropped = 0
+        self._reader: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._out: deque[str | bytes] = deque()
+        self._ready = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    async def open(self, policy: ConnectPolicy, headers: dict[str, str]) -> None:
+        """Connect (with retries) and start reading."""
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidHandshake, InvalidStatus
+
+        timeout, url = self.ctx.turn_timeout, self.url
+
+        async def attempt() -> Any:
+            try:
+                return await connect(
+                    url,
+                    additional_headers=headers or None,
+                    open_timeout=timeout,
+                    proxy=None,
+                    max_size=None,
+                    close_timeout=2,
+                    ping_interval=20,
+                )
+            except InvalidStatus as exc:
+                status = exc.response.status_code
+                body = snippet(exc.response.body.decode("utf-8", "replace")) if exc.response.body else ""
+                if status >= 500 or status in (408, 429):
+                    raise Retry(f"agent answered {status}", body) from None
+                raise TargetError(
+                    self.ctx.redactor.redact(
+                        f"websocket handshake at {url} answered {status}: {body}"
+                    ).rstrip(": "),
+                    retryable=False,
+                ) from None
+            except (OSError, InvalidHandshake) as exc:
+                if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
+                    raise Retry(f"connection refused at {url}") from None
+                raise Retry(f"cannot open a websocket at {url}: {exc}") from None
+            except asyncio.TimeoutError:
+                raise TargetError(
+                    self.ctx.redactor.redact(
+                        f"no websocket handshake within {fmt_seconds(timeout)} at {url}"
+                    ),
+                    retryable=True,
+                ) from None
+
+        self.conn = await retrying(self.ctx, policy, attempt)
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            async for frame in self.conn:
+                item = self.decode(frame)
+                if item is not None:
+                    self.queue.put_nowait(item)
+        except ConnectionClosed:
+            pass
+        except Exception as exc:  # a broken socket is reported to the turn, not lost in a task
+            self.closed = Closed(None, f"{type(exc).__name__}: {exc}")
+        if self.closed is None:
+            self.closed = Closed(self.conn.close_code, self.conn.close_reason or "")
+        self.queue.put_nowait(self.closed)
+
+    async def next(self, timeout: float) -> Any:
+        """The next item or ``Closed`` (kept queued, so every later read sees it too).
+
+        Raises ``asyncio.TimeoutError`` when nothing arrives within ``timeout`` seconds.
+        """
+        if timeout <= 0:
+            raise asyncio.TimeoutError
+        item = await asyncio.wait_for(self.queue.get(), timeout=timeout)
+        if isinstance(item, Closed):
+            self.queue.put_nowait(item)
+        return item
+
+    def drain(self) -> list[Any]:
+        """Items that arrived between turns (``Closed`` stays queued)."""
+        out = []
+        while not self.queue.empty():
+            item = self.queue.get_nowait()
+            if isinstance(item, Closed):
+                self.queue.put_nowait(item)
+                break
+            out.append(item)
+        return out
+
+    def queue_send(self, data: str | bytes) -> None:
+        """Send ``data`` after what is queued, without waiting (the caller's 20 ms audio frames).
+
+        A peer that stops reading loses the oldest frames (counted in ``dropped``) rather than
+        stalling the audio clock.
+        """
+        if len(self._out) >= MAX_QUEUED:
+            self._out.popleft()
+            self.dropped += 1
+        self._out.append(data)
+        self._drained.clear()
+        self._ready.set()
+        if self._writer is None and self.conn is not None:
+            self._writer = asyncio.create_task(self._write())
+
+    async def _write(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            while True:
+                await self._ready.wait()
+                self._ready.clear()
+                while self._out:
+                    await self.conn.send(self._out.popleft())
+                self._drained.set()
+        except ConnectionClosed:
+            self._out.clear()
+            self._drained.set()
+
+    async def flush(self) -> None:
+        """Wait until the queued frames are written (or the writer has stopped)."""
+        writer = self._writer
+        if self._out and writer is not None and not writer.done():
+            drained = asyncio.ensure_future(self._drained.wait())
+            await asyncio.wait({drained, writer}, return_when=asyncio.FIRST_COMPLETED)
+            drained.cancel()
+
+    async def send(self, data: str | bytes) -> None:
+        """Send ``data`` after the queued frames, and wait until it is written."""
+        from websockets.exceptions import ConnectionClosed
+
+        await self.flush()
+        try:
+            await self.conn.send(data)
+        except ConnectionClosed:
+            closed = self.closed or Closed(self.conn.close_code, self.conn.close_reason or "")
+            raise TargetError(f"the agent closed the websocket ({closed.describe()})") from None
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.conn.close(), timeout=2)
+        for task in (self._writer, self._reader):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task

@@ -1,0 +1,478 @@
+"""The realtime target against a loopback server replaying recorded Realtime API event sequences.
+
+The server checks every event the target sends against the ``openai`` package's event models of
+the dialect (and the recordings' own events too), so ``session.problems`` is empty only when both
+sides spoke the documented shapes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tamesu.actors.messages import AgentPartial, RawResponse, ToolCall, ToolResult
+from tamesu.audio.codec import decode
+from tamesu.errors import TargetError
+from tamesu.secrets import REDACTED
+from tamesu.targets.realtime import model_url
+from tamesu.targets.realtime_events import Dialect, canonical, deep_merge
+from tamesu.testing.realtime_server import check_event, load_recording, serve_realtime_server
+
+FIXTURES = Path(__file__).parent / "fixtures" / "realtime"
+KEY = "sk-test-SECRET-0123456789"
+
+
+def recording(name: str) -> list[dict[str, Any]]:
+    return load_recording(FIXTURES / name)
+
+
+@pytest.fixture
+def fake_voice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller speaks a second of speech-like sound instead of TTS: the protocol is under test."""
+    from tamesu.audio.synth import speech_like
+    from tamesu.voice.speech import make_utterance
+
+    async def render_speech(text: str, rate: int, **_: Any) -> Any:
+        return make_utterance(speech_like(1.0, rate, seed=len(text)), rate, text=text)
+
+    monkeypatch.setattr("tamesu.voice.session.render_speech", render_speech)
+
+
+async def audio_target(
+    harness: Any, config: dict[str, Any], *, idle: str = "400ms", turn_timeout: float = 10.0
+) -> Any:
+    """A started audio-mode realtime target whose turns end after ``idle`` of quiet (default 2s)."""
+    from tamesu.config.target import Target
+    from tamesu.targets.realtime import RealtimeTarget
+
+    cfg = Target.model_validate({"type": "realtime", "mode": "audio", **config}).model_copy(
+        update={"idle": idle}
+    )
+    t = RealtimeTarget(cfg, harness.context(turn_timeout=turn_timeout))
+    harness.started.append(t)
+    await t.start()
+    return t
+
+
+@pytest.mark.unit
+def test_model_is_added_to_the_url_as_a_query_parameter() -> None:
+    assert model_url("wss://api.openai.com/v1/realtime", "gpt-realtime") == (
+        "wss://api.openai.com/v1/realtime?model=gpt-realtime"
+    )
+    assert (
+        model_url("https://proxy.example/rt?model=old&x=1", "new") == "wss://proxy.example/rt?x=1&model=new"
+    )
+    assert model_url("http://127.0.0.1:9/rt", None) == "ws://127.0.0.1:9/rt"
+
+
+@pytest.mark.unit
+def test_session_update_merges_into_the_dialects_session_shape() -> None:
+    ga = Dialect("ga", mode="audio", audio_format="g711_alaw").session_update(
+        {
+            "instructions": "Be brief",
+            "audio": {"output": {"voice": "marin"}, "input": {"turn_detection": None}},
+        }
+    )
+    assert ga["session"]["type"] == "realtime" and ga["session"]["output_modalities"] == ["audio"]
+    assert ga["session"]["audio"]["output"] == {"format": {"type": "audio/pcma"}, "voice": "marin"}
+    assert ga["session"]["audio"]["input"] == {"format": {"type": "audio/pcma"}, "turn_detection": None}
+    assert not Dialect("ga", mode="audio").server_vad(ga["session"])
+    beta = Dialect("beta", mode="text").session_update({"tools": [{"type": "function", "name": "x"}]})
+    assert beta["session"] == {"modalities": ["text"], "tools": [{"type": "function", "name": "x"}]}
+    assert Dialect("beta").headers() == {"OpenAI-Beta": "realtime=v1"} and Dialect("ga").headers() == {}
+    assert deep_merge({"a": {"b": 1, "c": [1]}}, {"a": {"c": [2]}}) == {"a": {"b": 1, "c": [2]}}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("dialect", ["ga", "beta"])
+@pytest.mark.parametrize("mode", ["text", "audio"])
+@pytest.mark.parametrize("fmt", ["pcm16", "g711_ulaw", "g711_alaw"])
+def test_every_client_event_written_is_a_documented_event(dialect: Any, mode: Any, fmt: str) -> None:
+    pytest.importorskip("openai")
+    d = Dialect(dialect, mode=mode, audio_format=fmt)
+    events = [
+        d.session_update({"instructions": "hi"}),
+        d.user_text("hello"),
+        d.response_create(),
+        d.function_output("call_1", '{"ok": true}'),
+        d.append(b"\x00\x01" * 160),
+        d.commit(),
+    ]
+    assert [check_event(e, dialect, "client") for e in events] == [None] * len(events)
+
+
+@pytest.mark.unit
+def test_beta_event_names_read_as_ga_names() -> None:
+    assert canonical("response.audio_transcript.done") == "response.output_audio_transcript.done"
+    assert canonical("response.text.delta") == "response.output_text.delta"
+    assert canonical("response.done") == "response.done"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.jsonl")))
+def test_recordings_hold_only_documented_server_events(name: str) -> None:
+    pytest.importorskip("openai")
+    dialect = "beta" if name.startswith("beta") else "ga"
+    for step in recording(name):
+        if "type" in step:
+            event = {"event_id": "evt", **step}
+            if isinstance(event.get("delta"), dict):
+                event["delta"] = "AAAA"
+            assert check_event(event, dialect, "server") is None, step
+
+
+@pytest.mark.integration
+async def test_ga_text_turns_tool_results_and_the_done_tool(harness) -> None:
+    async with serve_realtime_server(recording("ga_text_tools.jsonl"), api_key=KEY) as server:
+        t = await harness.target(
+            {
+                "type": "realtime",
+                "url": server.url,
+                "model": "gpt-realtime",
+                "headers": {"Authorization": "Bearer {{secrets.OPENAI_API_KEY}}"},
+                "session_update": {"instructions": "You are the Mochi Shoes support agent."},
+                "tool_results": {"lookup_order": {"id": "{{args.order_id}}", "status": "shipped"}},
+            },
+            secrets={"OPENAI_API_KEY": KEY},
+        )
+        first = await harness.say(t, "What is your return window?")
+        second = await harness.say(t, "Where is order A1?")
+        third = await harness.say(t, "Thanks, bye")
+        with pytest.raises(TargetError, match="already ended"):
+            await harness.say(t, "hello?")
+        await t.stop()
+    session = server.sessions[0]
+    assert session.problems == []
+    assert session.path == "/v1/realtime?model=gpt-realtime"
+    assert session.headers["Authorization"] == f"Bearer {KEY}" and "OpenAI-Beta" not in session.headers
+    update = session.of_type("session.update")[0]["session"]
+    assert update["instructions"] == "You are the Mochi Shoes support agent."
+    assert update["output_modalities"] == ["text"]
+
+    turn = first[-1]
+    assert turn.text == "You can return shoes within 30 days." and not turn.done
+    assert [p.text for p in harness.of_type(first, AgentPartial)] == [
+        "You can return shoes ",
+        "within 30 days.",
+    ]
+    raw_types = [m.body["type"] for m in harness.of_type(first, RawResponse)]
+    assert raw_types[:2] == ["session.created", "session.updated"] and "response.done" in raw_types
+    assert not [k for k in raw_types if k.endswith(".delta")]
+    assert turn.sent_at <= turn.first_byte_at <= turn.end_at
+
+    assert [(c.name, c.args, c.id) for c in harness.of_type(second, ToolCall)] == [
+        ("lookup_order", {"order_id": "A1"}, "call_A1")
+    ]
+    assert [r.result for r in harness.of_type(second, ToolResult)] == [{"id": "A1", "status": "shipped"}]
+    assert second[-1].text == "Order A1 has shipped."
+    outputs = [e["item"] for e in session.received if e.get("item", {}).get("type") == "function_call_output"]
+    assert outputs[0] == {
+        "type": "function_call_output",
+        "call_id": "call_A1",
+        "output": json.dumps({"id": "A1", "status": "shipped"}),
+    }
+
+    assert third[-1].done and third[-1].text == "Glad I could help, goodbye!"
+    assert [(c.name, c.args) for c in harness.of_type(third, ToolCall)] == [
+        ("end_session", {"reason": "resolved"})
+    ]
+    assert [r.result for r in harness.of_type(third, ToolResult)] == [{"ok": True}]
+    assert len(session.of_type("response.create")) == 4
+
+
+@pytest.mark.integration
+async def test_fuzz_tools_replace_the_configured_result(harness) -> None:
+    from tamesu.config.target import Target
+    from tamesu.targets.realtime import RealtimeTarget
+
+    async with serve_realtime_server(recording("ga_text_tools.jsonl")) as server:
+        ctx = harness.context()
+        ctx.fuzz = {"lookup_order": "error"}
+        config = {
+            "type": "realtime",
+            "url": server.url,
+            "tool_results": {"lookup_order": {"status": "shipped"}},
+        }
+        t = RealtimeTarget(Target.model_validate(config), ctx)
+        harness.started.append(t)
+        await t.start()
+        await harness.say(t, "What is your return window?")
+        out = await harness.say(t, "Where is order A1?")
+        await t.stop()
+    assert [r.result for r in harness.of_type(out, ToolResult)] == [
+        {"error": "internal server error", "code": 500, "tool": "lookup_order"}
+    ]
+    assert {"event": "fuzz", "tool": "lookup_order", "mode": "error"} in [
+        m.body for m in harness.of_type(out, RawResponse)
+    ]
+    sent = [
+        e["item"]["output"]
+        for e in server.sessions[0].of_type("conversation.item.create")
+        if "output" in e["item"]
+    ]
+    assert json.loads(sent[0])["code"] == 500
+
+
+@pytest.mark.integration
+async def test_beta_dialect_sends_the_beta_header_and_reads_text_events(harness) -> None:
+    async with serve_realtime_server(recording("beta_text.jsonl"), dialect="beta") as server:
+        t = await harness.target(
+            {
+                "type": "realtime",
+                "url": server.url,
+                "protocol": "beta",
+                "session_update": {"instructions": "Be brief."},
+            }
+        )
+        out = await harness.say(t, "Do you ship to Lisbon?")
+        await t.stop()
+    session = server.sessions[0]
+    assert session.problems == []
+    assert session.headers["OpenAI-Beta"] == "realtime=v1"
+    assert session.of_type("session.update")[0]["session"] == {
+        "modalities": ["text"],
+        "instructions": "Be brief.",
+    }
+    assert out[-1].text == "Yes, we ship to Lisbon."
+    assert [p.text for p in harness.of_type(out, AgentPartial)] == ["Yes, we ship ", "to Lisbon."]
+
+
+@pytest.mark.integration
+async def test_ga_audio_turn_with_server_vad_and_the_apis_transcript(harness, fake_voice) -> None:
+    async with serve_realtime_server(recording("ga_audio.jsonl")) as server:
+        t = await audio_target(harness, {"url": server.url})
+        out = await harness.say(t, "Where is my order?")
+        await t.stop()
+    session = server.sessions[0]
+    assert session.problems == []
+    appends = session.of_type("input_audio_buffer.append")
+    assert {len(base64.b64decode(e["audio"])) for e in appends} == {
+        2 * 24000 // 50
+    }  # 20 ms of pcm16 at 24 kHz
+    assert not session.of_type("input_audio_buffer.commit") and not session.of_type("response.create")
+    turn = out[-1]
+    assert turn.text == "Your order shipped yesterday."
+    agent = [a for a in turn.audio if a.channel == "agent"]
+    caller = [a for a in turn.audio if a.channel == "caller"]
+    assert caller and agent and agent[0].start > caller[-1].end  # the agent answered after the caller
+    assert 0.4 <= sum(a.end - a.start for a in agent) <= 0.8  # three 200 ms tone deltas, played
+    assert turn.sent_at is not None and turn.first_audio_at is not None and turn.first_audio_at > turn.sent_at
+    kinds = [m.body["type"] for m in harness.of_type(out, RawResponse)]
+    assert "conversation.item.input_audio_transcription.completed" in kinds
+    assert "input_audio_buffer.speech_stopped" in kinds and not [k for k in kinds if k.endswith(".delta")]
+
+
+@pytest.mark.integration
+async def test_beta_audio_in_g711_ulaw_with_a_call_and_the_done_tool(harness, fake_voice) -> None:
+    async with serve_realtime_server(recording("beta_audio_ulaw.jsonl"), dialect="beta") as server:
+        t = await audio_target(
+            harness,
+            {
+                "url": server.url,
+                "protocol": "beta",
+                "audio_format": "g711_ulaw",
+                "done_tool": "hang_up",
+                "tool_results": {"lookup_order": {"order": "{{args.order_id}}", "eta": "tomorrow"}},
+            },
+        )
+        out = await harness.say(t, "Where is order B7?")
+        await t.stop()
+    session = server.sessions[0]
+    assert session.problems == []
+    appended = b"".join(base64.b64decode(e["audio"]) for e in session.of_type("input_audio_buffer.append"))
+    assert {len(base64.b64decode(e["audio"])) for e in session.of_type("input_audio_buffer.append")} == {160}
+    assert np.abs(decode(appended, "mulaw")).max() > 1000  # speech, one mu-law byte per sample at 8 kHz
+    assert [c.name for c in harness.of_type(out, ToolCall)] == ["lookup_order", "hang_up"]
+    assert harness.of_type(out, ToolResult)[0].result == {"order": "B7", "eta": "tomorrow"}
+    outputs = [e["item"] for e in session.of_type("conversation.item.create")]
+    assert outputs[0]["call_id"] == "call_B1" and json.loads(outputs[0]["output"])["order"] == "B7"
+    turn = out[-1]
+    assert turn.done and turn.text == "Order B7 is on its way. Goodbye!"
+    assert 0.4 <= sum(a.end - a.start for a in turn.audio if a.channel == "agent") <= 0.8
+
+
+@pytest.mark.integration
+async def test_audio_with_turn_detection_off_commits_and_asks_for_the_response(harness, fake_voice) -> None:
+    steps = [
+        s
+        for s in recording("ga_audio.jsonl")
+        if s.get("type") not in ("input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped")
+    ]
+    steps[1] = {
+        "expect": "session.update",
+        "match": {"session": {"audio": {"input": {"turn_detection": None}}}},
+    }
+    steps[3] = {"expect": "input_audio_buffer.commit"}
+    steps.insert(4, {"expect": "response.create"})
+    async with serve_realtime_server(steps) as server:
+        t = await audio_target(
+            harness, {"url": server.url, "session_update": {"audio": {"input": {"turn_detection": None}}}}
+        )
+        out = await harness.say(t, "Where is my order?")
+        await t.stop()
+    assert server.sessions[0].problems == []
+    assert out[-1].text == "Your order shipped yesterday."
+
+
+@pytest.mark.integration
+async def test_a_refused_session_update_is_an_error_without_the_key(harness) -> None:
+    async with serve_realtime_server(recording("ga_errors.jsonl")) as server:
+        with pytest.raises(TargetError) as caught:
+            await harness.target(
+                {"type": "realtime", "url": server.url, "headers": {"Authorization": "Bearer {{secrets.K}}"}},
+                secrets={"K": KEY},
+            )
+    message = str(caught.value)
+    assert "invalid_request_error (invalid_value)" in message and "unknown voice" in message
+    assert KEY not in message and REDACTED in message
+    assert not caught.value.retryable
+
+
+@pytest.mark.integration
+async def test_a_wrong_key_refused_at_the_handshake_is_redacted(harness) -> None:
+    async with serve_realtime_server(recording("ga_text_tools.jsonl"), api_key="sk-the-right-one") as server:
+        with pytest.raises(TargetError) as caught:
+            await harness.target(
+                {"type": "realtime", "url": server.url, "headers": {"Authorization": "Bearer {{secrets.K}}"}},
+                secrets={"K": KEY},
+            )
+    assert "answered 401" in str(caught.value) and KEY not in str(caught.value)
+    assert not caught.value.retryable
+
+
+@pytest.mark.integration
+async def test_a_failed_response_is_a_retryable_error(harness) -> None:
+    async with serve_realtime_server(recording("ga_failed_response.jsonl")) as server:
+        t = await harness.target({"type": "realtime", "url": server.url})
+        with pytest.raises(TargetError, match=r"response failed \(server_error: internal_error\)") as caught:
+            await harness.say(t, "hello")
+        await t.stop()
+    assert caught.value.retryable
+
+
+@pytest.mark.integration
+async def test_no_response_within_turn_timeout(harness) -> None:
+    steps = recording("beta_text.jsonl")[:3]
+    async with serve_realtime_server(steps, dialect="beta") as server:
+        t = await harness.target(
+            {"type": "realtime", "url": server.url, "protocol": "beta"}, turn_timeout=0.3
+        )
+        with pytest.raises(TargetError, match=r"no response\.done within 300ms"):
+            await harness.say(t, "hello")
+        await t.stop()
+
+
+@pytest.mark.integration
+async def test_an_unreachable_api_is_retried_then_reported(harness, closed_port) -> None:
+    with pytest.raises(TargetError, match=r"connection refused .* after 2 attempts") as caught:
+        await harness.target(
+            {
+                "type": "realtime",
+                "url": f"ws://127.0.0.1:{closed_port}/v1/realtime",
+                "connect": {"attempts": 2, "backoff": "10ms"},
+            }
+        )
+    assert caught.value.retryable
+
+
+@pytest.mark.slow
+async def test_audio_with_real_speech_both_ways_and_our_transcription(harness) -> None:
+    """Piper speaks the caller, server VAD hears it; the API's audio (Piper too) is transcribed by Whisper."""
+    steps, spoken = [], False
+    for step in recording("ga_audio.jsonl"):
+        kind = str(step.get("type"))
+        if "transcript" in kind or (kind == "response.output_audio.delta" and spoken):
+            continue
+        if kind == "response.output_audio.delta":
+            step, spoken = {**step, "delta": {"$audio": {"say": "Your order shipped yesterday."}}}, True
+        steps.append(step)
+    async with serve_realtime_server(steps) as server:
+        t = await audio_target(
+            harness, {"url": server.url, "transcript_source": "stt"}, idle="1s", turn_timeout=30
+        )
+        out = await harness.say(t, "Hello, where is my order?")
+        await t.stop()
+    assert server.sessions[0].problems == []
+    words = set(out[-1].text.lower().replace(".", " ").replace(",", " ").split())
+    assert {"order", "yesterday"} <= words
+    turn_event = next(m for m in out if getattr(m, "name", None) == "voice_turn")
+    assert turn_event.data["text_source"] == "stt"
+
+
+@pytest.mark.integration
+async def test_the_example_suite_passes_and_the_key_is_nowhere_in_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tamesu.config.load import load_suite
+    from tamesu.runner.api import run_async
+
+    suite = Path(__file__).resolve().parents[2] / "examples" / "realtime" / "suite.yaml"
+    assert len(load_suite(suite).suite.tests) == 3
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    steps = recording("ga_text_tools.jsonl")
+    echo = {  # a proxy that echoes the credential back in an event
+        "type": "conversation.item.added",
+        "previous_item_id": None,
+        "item": {
+            "id": "item_x",
+            "type": "message",
+            "role": "system",
+            "content": [{"type": "input_text", "text": f"key={KEY}"}],
+        },
+    }
+    steps.insert(3, echo)
+    async with serve_realtime_server(steps, api_key=KEY) as server:
+        monkeypatch.setenv("REALTIME_URL", server.url)
+        result = await run_async(suite, filter="order status and goodbye", output=tmp_path / "out")
+    assert result.exit_code == 0, [
+        (r.error, [a for a in r.assertions if not a.passed]) for r in result.results
+    ]
+    session = server.sessions[0]
+    assert session.problems == [] and session.headers["Authorization"] == f"Bearer {KEY}"
+    assert session.path == "/v1/realtime?model=gpt-realtime"
+    update = session.of_type("session.update")[0]["session"]
+    assert update["instructions"].startswith("You are the Mochi Shoes support agent.")
+    assert [tool["name"] for tool in update["tools"]] == ["lookup_order", "end_session"]
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert any("transcripts" in p.parts for p in written)
+    assert not [p for p in written if KEY in p.read_text(encoding="utf-8", errors="replace")]
+    transcript = json.loads(next(p for p in written if "transcripts" in p.parts).read_text())
+    raw = json.dumps(transcript["turns"][1]["raw"])
+    assert "conversation.item.added" in raw and f"key={REDACTED}" in raw
+
+
+@pytest.mark.integration
+async def test_a_call_without_a_configured_result_gets_an_error_it_can_read(harness) -> None:
+    async with serve_realtime_server(recording("ga_text_tools.jsonl")) as server:
+        t = await harness.target({"type": "realtime", "url": server.url})
+        await harness.say(t, "What is your return window?")
+        out = await harness.say(t, "Where is order A1?")
+        await t.stop()
+    assert [r.result for r in harness.of_type(out, ToolResult)] == [
+        {"error": "no result configured for lookup_order"}
+    ]
+    assert {"event": "unknown_tool", "name": "lookup_order"} in [
+        m.body for m in harness.of_type(out, RawResponse)
+    ]
+    assert out[-1].text == "Order A1 has shipped."
+
+
+@pytest.mark.unit
+def test_the_tests_mode_overrides_the_targets(harness) -> None:
+    from types import SimpleNamespace
+
+    from tamesu.config.target import Target
+    from tamesu.targets.pipecat import PipecatTarget
+    from tamesu.targets.realtime import RealtimeTarget
+
+    ctx = harness.context()
+    ctx.extra["spec"] = SimpleNamespace(test=SimpleNamespace(mode="audio", fuzz_tools=None), seed=None)
+    t = RealtimeTarget(Target.model_validate({"type": "realtime", "mode": "text"}), ctx)
+    assert t.audio and t.dialect.base_session()["output_modalities"] == ["audio"]
+    p = PipecatTarget(Target.model_validate({"type": "pipecat", "url": "ws://x", "mode": "text"}), ctx)
+    assert p.audio
