@@ -104,3 +104,38 @@ async def test_model_plays_the_user_and_the_cache_replays(demo: str, tmp_path: P
         assert again.exit_code == 0
         assert len(server.requests) == calls, "a rerun with --cache must not call the model"
         assert again.results[0].metrics["llm_cost_usd"] == 0
+
+
+BUDGET_SUITE = """
+suite: spend
+budgets: { max_cost_usd: 0.01 }
+models: { judge: openai/gpt-4.1-mini }
+targets:
+  shop:
+    type: rest
+    url: "{url}/chat"
+    request: { body: { session_id: "{{session}}", message: "{{message}}" } }
+    response: { text: $.reply }
+tests:
+"""
+
+
+async def test_budget_exhaustion_stops_new_runs_and_exits_4(
+    demo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with serve_model_server() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        # 100k input tokens of gpt-4.1-mini cost $0.04 by the price table: over the $0.01 cap at once.
+        server.default = Reply(json={"reason": "fine", "passed": True}, usage=(100_000, 100))
+        tests = "".join(
+            f"  - name: t{i}\n    target: shop\n    scenario: {{ script: [ {{ say: hi }} ] }}\n"
+            f"    assert: [ {{ judge: polite }} ]\n"
+            for i in range(4)
+        )
+        suite = tmp_path / "spend.yaml"
+        suite.write_text(BUDGET_SUITE.replace("{url}", demo) + tests)
+        result = await run_async([suite], output=tmp_path / "runs", concurrency=1)
+        assert result.exit_code == 4 and "max_cost_usd" in (result.budget_exceeded or "")
+        assert len(server.requests) == 1, "no new run starts once the budget is spent"
+        assert result.results[0].metrics["llm_cost_usd"] > 0.01
