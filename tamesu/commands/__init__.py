@@ -38,6 +38,9 @@ COMMANDS: dict[str, str] = {
     "schema": "print the JSON Schema of suites (or of tamesu.yaml)",
     "init": "create tamesu.yaml and an example suite",
     "doctor": "show what is installed and what is missing",
+    "load": "load test suites: many simultaneous calls, each graded, with gates",
+    "submit": "send suites to a Ray cluster as a Ray Job and fetch the results",
+    "jobs": "list, follow, fetch and stop the runs submitted to a Ray cluster",
 }
 """Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
 

@@ -1,0 +1,481 @@
+"""The load driver: calls arrive on the profile's schedule, each is a full run, graded like ``tamesu run``.
+
+Calls are the planned runs taken in turn (call ``n`` is run ``n mod len(specs)``, its run id
+suffixed ``@n``), started by arrivals (rate mode: an open model, where a new call never waits for
+an old one) or held at a level of calls in flight (concurrency mode: a closed model). Every call
+runs through the placement under its run's timeout, so a hung agent only ever holds its own calls;
+retryable infrastructure errors (a dead Ray worker included) are retried per ``retries``.
+
+Results are durable as they arrive: a writer task appends each attempt's RunResult to
+results.jsonl and its CallSample to calls.jsonl, fsyncing once per batch, and checkpoints the
+arrival clock to load.json; ``resume=`` continues an interrupted test from those files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tamesu.errors import HookError
+from tamesu.load.shapes import ArrivalSchedule, target_in_flight
+from tamesu.load.stats import CallSample, LoadStats, sample_of
+from tamesu.runner.hooks import hook_env, run_hooks
+from tamesu.runner.results import redact_result
+from tamesu.runner.scheduler import Budget, human_duration
+from tamesu.runner.spec import RunResult
+from tamesu.runner.verdict import outcome_of
+from tamesu.templates import Scope
+
+if TYPE_CHECKING:
+    import httpx
+
+    from tamesu.clock import Clock
+    from tamesu.load.profile import LoadProfile
+    from tamesu.runner.results import ResultsStore
+    from tamesu.runner.scheduler import SuiteSetup
+    from tamesu.runner.spec import RunSpec
+    from tamesu.secrets import Redactor
+    from tamesu.transcript import Transcript
+
+__all__ = ["CALLS_FILE", "CHECKPOINT_FILE", "LoadCheckpoint", "LoadDriver", "LoadOutcome", "read_samples"]
+
+CALLS_FILE = "calls.jsonl"
+CHECKPOINT_FILE = "load.json"
+_TICK = 0.05
+"""Seconds between looks at the concurrency target, and at most between writer flushes."""
+_BACKSTOP = 15.0
+"""Seconds past a call's timeout after which a placement that has not answered is given up on."""
+
+
+class LoadCheckpoint(msgspec.Struct, kw_only=True):
+    """Where the arrivals were when load.json was last written."""
+
+    next_index: int = 0
+    elapsed: float = 0.0
+    """Seconds of the profile's time already played (the shape resumes from here)."""
+    shed: int = 0
+
+
+@dataclass
+class LoadOutcome:
+    stats: LoadStats
+    samples: list[CallSample]
+    """Every attempt, resumed ones first."""
+    results: list[RunResult]
+    """The final result of every call this invocation ran."""
+    elapsed: float
+    interrupted: bool = False
+    budget_exceeded: str | None = None
+    resumed: int = 0
+
+
+def read_samples(directory: os.PathLike[str] | str) -> list[CallSample]:
+    """The samples of a run directory's calls.jsonl; a line cut short by a crash is skipped."""
+    path = os.path.join(directory, CALLS_FILE)
+    if not os.path.exists(path):
+        return []
+    decoder = msgspec.json.Decoder(CallSample)
+    out: list[CallSample] = []
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+                    out.append(decoder.decode(line))
+    return out
+
+
+@dataclass
+class _Pending:
+    result: RunResult
+    transcript: Transcript | None
+    sample: CallSample
+
+
+@dataclass
+class LoadDriver:
+    """Drives ``specs`` through ``placement`` as ``profile`` says; ``run()`` once, ``interrupt()`` any time."""
+
+    placement: Any
+    specs: Sequence[RunSpec]
+    profile: LoadProfile
+    store: ResultsStore | None = None
+    setups: Mapping[str, SuiteSetup] = field(default_factory=dict)
+    clock: Clock | None = None
+    seed: int | None = None
+    redactor: Redactor | None = None
+    http: httpx.AsyncClient | None = None
+    budget: Budget = field(default_factory=Budget)
+    transcripts: str = "all"
+    """all, failed (only calls that did not pass) or none."""
+    health_interval: float = 2.0
+    on_result: Callable[[RunResult], None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.specs:
+            raise ValueError("a load test needs at least one planned run")
+        if self.clock is None:
+            from tamesu.clock import MonotonicClock
+
+            self.clock = MonotonicClock()
+        self.stats = LoadStats()
+        self._t0 = 0.0
+        self._stop = False
+        self._interrupted = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._changed = asyncio.Event()
+        self._queue: list[_Pending] = []
+        self._wake = asyncio.Event()
+        self._finals: list[RunResult] = []
+        self._next = 0
+        self._redo: list[int] = []
+        self._resumed = 0
+        self._elapsed = 0.0
+        self._body: asyncio.Future[None] | None = None
+
+    def interrupt(self) -> None:
+        """Start nothing more and cancel the calls in flight (a resume redoes them)."""
+        self._interrupted = True
+        self._stop = True
+        if self._body is not None:
+            self._body.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        self._changed.set()
+
+    def now(self) -> float:
+        """Seconds of the profile's time (a resumed test continues where it stopped)."""
+        assert self.clock is not None
+        return self.clock.now() - self._t0
+
+    def resume(self, checkpoint: LoadCheckpoint, samples: Sequence[CallSample]) -> None:
+        """Continue from an earlier invocation: its finished calls count, unfinished ones are redone."""
+        done = {s.index for s in samples if s.final}
+        for s in samples:
+            self.stats.add(s)
+        self._next = max([checkpoint.next_index, *(s.index + 1 for s in samples)])
+        self._redo = [i for i in range(self._next) if i not in done]
+        self.stats.shed = checkpoint.shed
+        self.stats.started = len(done)
+        self._resumed = len(done)
+        self._elapsed = checkpoint.elapsed
+
+    async def run(self) -> LoadOutcome:
+        """Drive the calls to the end of the profile (or an interruption) and return what happened."""
+        assert self.clock is not None
+        self._t0 = self.clock.now() - self._elapsed
+        writer = asyncio.create_task(self._writer())
+        health = asyncio.create_task(self._health())
+        self._body = asyncio.ensure_future(self._drive())
+        try:
+            await self._body
+        except asyncio.CancelledError:
+            self.interrupt()
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            health.cancel()
+            self._stop = True
+            self._wake.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+            await asyncio.gather(health, return_exceptions=True)
+            if not self._interrupted:
+                await self._after_all()
+        return LoadOutcome(
+            stats=self.stats,
+            samples=list(self.stats.samples),
+            results=list(self._finals),
+            elapsed=self.now(),
+            interrupted=self._interrupted,
+            budget_exceeded=self.budget.exceeded(),
+            resumed=self._resumed,
+        )
+
+    async def _drive(self) -> None:
+        await self._before_all()
+        if self.profile.mode == "rate":
+            await self._arrivals()
+        else:
+            await self._closed_loop()
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+    def _arrived(self) -> int:
+        return self._next + self.stats.shed - len(self._redo)
+
+    def _over(self, t: float) -> bool:
+        """No more arrivals: stopped, budget spent, call count reached or duration passed."""
+        if self._stop or self.budget.exceeded():
+            return True
+        total, duration = self.profile.total_calls, self.profile.seconds("duration")
+        if total is not None and self._arrived() >= total and not self._redo:
+            return True
+        return duration is not None and t >= duration
+
+    def _take_index(self) -> int:
+        if self._redo:
+            return self._redo.pop(0)
+        index, self._next = self._next, self._next + 1
+        return index
+
+    async def _closed_loop(self) -> None:
+        assert self.clock is not None
+        while not self._over(self.now()):
+            target = target_in_flight(self.profile, self.now())
+            while self.stats.active < target and not self._over(self.now()):
+                self._start(self._take_index())
+            self._changed.clear()
+            sleep = asyncio.ensure_future(self.clock.sleep(_TICK))
+            changed = asyncio.ensure_future(self._changed.wait())
+            await asyncio.wait({sleep, changed}, return_when=asyncio.FIRST_COMPLETED)
+            for f in (sleep, changed):
+                f.cancel()
+
+    async def _arrivals(self) -> None:
+        assert self.clock is not None
+        while self._redo and not self._stop and self.stats.active < self.profile.max_in_flight:
+            self._start(self._take_index())
+        schedule = ArrivalSchedule(self.profile, seed=self.seed, offset=self._elapsed)
+        for at in schedule:
+            wait = at - self.now()
+            if wait > 0:
+                await self.clock.sleep(wait)
+            if self._over(at):
+                return
+            if self.stats.active >= self.profile.max_in_flight:
+                self.stats.shed += 1
+                continue
+            self._start(self._take_index())
+
+    def _start(self, index: int) -> None:
+        self.stats.active += 1
+        self.stats.started += 1
+        task = asyncio.create_task(self._call(index))
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self.stats.active -= 1
+        self._changed.set()
+
+    def spec_of(self, index: int) -> RunSpec:
+        """Call ``index``'s run: the planned runs in turn, the run id suffixed ``@index``."""
+        base = self.specs[index % len(self.specs)]
+        return dataclasses.replace(base, run_id=f"{base.run_id}@{index}")
+
+    async def _call(self, index: int) -> None:
+        spec = self.spec_of(index)
+        attempt = 1
+        while True:
+            start = self.now()
+            result, retryable, transcript = await self._attempt(spec, attempt)
+            will_retry = retryable and attempt <= spec.retries and not self._stop
+            result.final = not will_retry
+            self._record(index, result, transcript, start, self.now())
+            if not will_retry:
+                return
+            attempt += 1
+
+    async def _attempt(self, spec: RunSpec, attempt: int) -> tuple[RunResult, bool, Transcript | None]:
+        """before_each, the run under its timeout, after_each; the flag says whether to retry."""
+        setup = self.setups.get(spec.suite_path)
+        extra: dict[str, Any] = {**spec.extra, "attempt": attempt}
+        if setup is not None and (setup.before_each or setup.after_each):
+            extra["session"] = _session(spec, setup)
+        spec = dataclasses.replace(spec, extra=extra)
+        session = extra.get("session")
+        wall, started = time.time(), time.monotonic()
+        env = hook_env(suite=spec.suite, test=spec.test_id, session=session, run_id=spec.run_id)
+        error: str | None = None
+        kind: str | None = None
+        retryable = False
+        outcome: Any = None
+        if setup is not None and setup.before_each:
+            hooked = await run_hooks(setup.before_each, **self._hook_args(setup, spec, env))
+            if not hooked.ok:
+                error, kind, retryable = (
+                    f"before_each hook failed: {hooked.hook}: {hooked.message}",
+                    "hook",
+                    True,
+                )
+        if error is None:
+            outcome, error, kind, retryable = await self._graph(spec, setup)
+            if setup is not None and setup.after_each:
+                await run_hooks(setup.after_each, **self._hook_args(setup, spec, env))
+        transcript = getattr(outcome, "transcript", None)
+        results = list(getattr(outcome, "results", None) or [])
+        if kind == "budget":
+            self.budget.trip(error or "budget exceeded")
+            retryable = False
+        elif error is None and any(r.error for r in results):
+            retryable, kind = True, "assertion"
+        metrics = dict(transcript.metrics) if transcript is not None else {}
+        self.budget.record(metrics)
+        result = RunResult(
+            run_id=spec.run_id,
+            test_id=spec.test_id,
+            test_name=spec.test_name,
+            suite=spec.suite,
+            target=spec.target_name,
+            outcome=outcome_of(spec, results, error),
+            assertions=results,
+            error=error,
+            error_kind=kind if (error is not None or kind == "assertion") else None,
+            case=spec.case,
+            language=spec.language,
+            repeat_index=spec.repeat_index,
+            attempt=attempt,
+            started_at=wall,
+            duration=time.monotonic() - started,
+            tags=list(spec.tags),
+            metrics=metrics,
+            quarantine=spec.quarantine,
+            turns=len(transcript.agent_turns()) if transcript is not None else 0,
+        )
+        return result, retryable, transcript
+
+    async def _graph(
+        self, spec: RunSpec, setup: SuiteSetup | None
+    ) -> tuple[Any, str | None, str | None, bool]:
+        secrets = setup.secrets if setup is not None else None
+        try:
+            outcome = await asyncio.wait_for(
+                self.placement.run(spec, secrets=secrets, timeout=spec.timeout), spec.timeout + _BACKSTOP
+            )
+        except asyncio.TimeoutError:
+            return None, f"timed out after {human_duration(spec.timeout)}", "timeout", True
+        except Exception as exc:
+            kind = "budget" if type(exc).__name__ == "BudgetExceeded" else getattr(exc, "kind", "internal")
+            return None, f"{type(exc).__name__}: {exc}", kind, bool(getattr(exc, "retryable", True))
+        error = getattr(outcome, "error", None)
+        if error is None:
+            return outcome, None, None, False
+        kind = getattr(outcome, "error_kind", None) or "agent"
+        if kind == "timeout":
+            error = f"timed out after {human_duration(spec.timeout)}"
+        return outcome, str(error), kind, bool(getattr(outcome, "retryable", False))
+
+    def _record(
+        self, index: int, result: RunResult, transcript: Transcript | None, start: float, end: float
+    ) -> None:
+        result = redact_result(result, self.redactor)
+        sample = sample_of(index, result, transcript, start=start, end=end)
+        self.stats.add(sample)
+        if result.final:
+            self._finals.append(result)
+        keep = self.transcripts == "all" or (self.transcripts == "failed" and result.outcome != "passed")
+        self._queue.append(_Pending(result, transcript if keep else None, sample))
+        self._wake.set()
+        if self.on_result is not None:
+            self.on_result(result)
+
+    async def _writer(self) -> None:
+        """Group commit: every batch of results is written and fsync'd together, then load.json."""
+        last_checkpoint = 0.0
+        while True:
+            stopping = self._stop and not self._tasks
+            if self._queue and self.store is not None:
+                batch, self._queue = self._queue, []
+                await asyncio.to_thread(self._persist, batch)
+            elif self._queue:
+                self._queue = []
+            if self.store is not None and (stopping or time.monotonic() - last_checkpoint > 1.0):
+                last_checkpoint = time.monotonic()
+                await asyncio.to_thread(self._checkpoint)
+            if stopping and not self._queue:
+                return
+            self._wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), _TICK * 4)
+
+    def _persist(self, batch: list[_Pending]) -> None:
+        store = self.store
+        assert store is not None
+        lines: list[bytes] = []
+        calls: list[bytes] = []
+        for item in batch:
+            if item.transcript is not None:
+                item.result.transcript_file = store.write_transcript(
+                    item.result, item.transcript, self.redactor
+                )
+            lines.append(msgspec.json.encode(item.result) + b"\n")
+            calls.append(msgspec.json.encode(item.sample) + b"\n")
+        for name, data in (("results.jsonl", lines), (CALLS_FILE, calls)):
+            with open(store.dir / name, "ab") as f:
+                f.write(b"".join(data))
+                f.flush()
+                os.fsync(f.fileno())
+
+    def _checkpoint(self) -> None:
+        assert self.store is not None
+        point = LoadCheckpoint(next_index=self._next, elapsed=self.now(), shed=self.stats.shed)
+        self.store.write_json(
+            CHECKPOINT_FILE,
+            {"checkpoint": msgspec.to_builtins(point), "profile": self.profile.model_dump(by_alias=True)},
+        )
+
+    async def _health(self) -> None:
+        """The placement's worker health every few seconds, for the live view (never fatal)."""
+        probe = getattr(self.placement, "health", None)
+        while True:
+            if probe is None:
+                self.stats.workers = {"placement": "local", "alive": 1, "workers": 1}
+            else:
+                with contextlib.suppress(Exception):
+                    self.stats.workers = await probe()
+            await asyncio.sleep(self.health_interval)
+
+    def _hook_args(self, setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str]) -> dict[str, Any]:
+        from tamesu.secrets import Redactor
+
+        scope = setup.scope or Scope()
+        if spec is not None:
+            scope = Scope({"vars": spec.vars, "session": env.get("TAMESU_SESSION", "")}, parent=scope)
+        return {
+            "scope": scope,
+            "env": env,
+            "suite_dir": setup.dir,
+            "http": self.http,
+            "redactor": self.redactor or Redactor(),
+        }
+
+    async def _before_all(self) -> None:
+        for path in {s.suite_path for s in self.specs}:
+            setup = self.setups.get(path)
+            if setup is not None and setup.before_all:
+                hooked = await run_hooks(
+                    setup.before_all, **self._hook_args(setup, None, hook_env(suite=setup.name))
+                )
+                if not hooked.ok:
+                    raise HookError(
+                        f"suite {setup.name}: before_all hook failed: {hooked.hook}: {hooked.message}"
+                    )
+
+    async def _after_all(self) -> None:
+        for path in {s.suite_path for s in self.specs}:
+            setup = self.setups.get(path)
+            if setup is not None and setup.after_all:
+                await run_hooks(setup.after_all, **self._hook_args(setup, None, hook_env(suite=setup.name)))
+
+
+def _session(spec: RunSpec, setup: SuiteSetup) -> str:
+    """The call's session id, made before the hooks so they see it as $TAMESU_SESSION."""
+    template = getattr(getattr(spec.target, "session", None), "id", None)
+    if template:
+        from tamesu.templates import render_text
+
+        with contextlib.suppress(Exception):
+            return render_text(template, Scope({"vars": spec.vars}, parent=setup.scope))
+    return str(uuid.uuid4())

@@ -1,0 +1,192 @@
+"""``tamesu load``: a load test of suites (many simultaneous calls, each graded), with gates.
+
+The profile comes from tamesu.yaml's ``load:`` with these options on top; the calls run locally or
+on Ray (``--ray``, ``--address``); results are durable as they arrive and ``--resume`` continues an
+interrupted test. Exit codes: 0 every gate held, 1 a gate was crossed, 2 usage or config error,
+3 no call could be graded (every one an infrastructure error), 4 budget exceeded, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tamesu.commands import add_selection_arguments
+
+__all__ = ["add_arguments", "run"]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be above 0")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return value
+
+
+def _duration(text: str) -> str:
+    from tamesu.durations import parse_duration
+
+    try:
+        parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _slo(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if not sep or not name.strip() or number is None:
+        raise argparse.ArgumentTypeError(f"expected NAME=MAX such as turn_latency_ms_p95=2500, got {text!r}")
+    return name.strip(), number
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_selection_arguments(parser)
+    size = parser.add_argument_group("load profile (tamesu.yaml load: is the default)")
+    size.add_argument("--calls", type=_positive, metavar="N", help="calls to start in all")
+    size.add_argument("--duration", type=_duration, metavar="DURATION", help="how long calls keep arriving")
+    pace = size.add_mutually_exclusive_group()
+    pace.add_argument("--rate", type=_number, metavar="PER_S", help="arrivals per second (open model)")
+    pace.add_argument(
+        "-j", "--concurrency", type=_positive, metavar="N", help="calls kept in flight (closed model)"
+    )
+    size.add_argument(
+        "--ramp-up", type=_duration, metavar="DURATION", help="grow from zero to full load over this long"
+    )
+    size.add_argument("--shape", choices=("steady", "ramp", "spike", "soak"), help="the load over time")
+    size.add_argument("--spike-at", type=_duration, metavar="DURATION", help="spike: when it starts")
+    size.add_argument("--spike-duration", type=_duration, metavar="DURATION", help="spike: how long it lasts")
+    size.add_argument(
+        "--spike-multiplier", type=_number, metavar="X", help="spike: load multiple (default 3)"
+    )
+    size.add_argument(
+        "--arrivals", choices=("poisson", "uniform"), help="with --rate: random or evenly spaced"
+    )
+    size.add_argument(
+        "--max-in-flight", type=_positive, metavar="N", help="with --rate: shed arrivals beyond N calls"
+    )
+    size.add_argument(
+        "--window", type=_duration, metavar="DURATION", help="report percentiles per window (10s)"
+    )
+    size.add_argument("--workers", type=_positive, metavar="N", help="Ray workers (default: one per CPU)")
+    gates = parser.add_argument_group("gates (exit 1 when one is crossed)")
+    gates.add_argument("--min-pass-rate", type=_fraction, metavar="F", help="least share of calls that pass")
+    gates.add_argument("--max-error-rate", type=_fraction, metavar="F", help="most share of calls that error")
+    gates.add_argument(
+        "--slo", type=_slo, action="append", metavar="NAME=MAX", help="e.g. turn_latency_ms_p95=2500"
+    )
+    gates.add_argument(
+        "--max-drift", type=float, metavar="X", help="soak: last window p95 at most X times the first"
+    )
+    parser.add_argument("--timeout", type=_duration, metavar="DURATION", help="time limit of every call")
+    parser.add_argument(
+        "--seed", type=int, metavar="N", help="seed arrivals, simulated users and {{faker.*}}"
+    )
+    parser.add_argument("--ray", action="store_true", help="run the calls on an embedded local Ray")
+    parser.add_argument("--address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)")
+    parser.add_argument(
+        "--resume", nargs="?", const=True, default=False, metavar="DIR",
+        help="continue an interrupted load test (default: the latest one of these suites)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--output", metavar="DIR", help="where run directories go (default: tamesu.yaml output)"
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the load report as JSON to PATH")
+    parser.add_argument(
+        "--transcripts",
+        choices=("all", "failed", "none"),
+        default="all",
+        help="which calls keep a transcript",
+    )
+    parser.add_argument(
+        "--no-live", action="store_true", help="plain progress lines instead of the live table"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no live view; only the report")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    spike = {
+        k: v
+        for k, v in (
+            ("at", args.spike_at),
+            ("duration", args.spike_duration),
+            ("multiplier", args.spike_multiplier),
+        )
+        if v is not None
+    }
+    return {
+        "calls": args.calls,
+        "duration": args.duration,
+        "rate": args.rate,
+        "concurrency": None if args.rate is not None else args.concurrency,
+        "ramp_up": args.ramp_up,
+        "shape": args.shape,
+        "spike": spike or None,
+        "arrivals": args.arrivals,
+        "max_in_flight": args.max_in_flight,
+        "window": args.window,
+        "workers": args.workers,
+        "gates": {
+            "pass_rate": args.min_pass_rate,
+            "error_rate": args.max_error_rate,
+            "slo": dict(args.slo or []),
+            "drift": args.max_drift,
+        },
+    }
+
+
+def _resume(value: object) -> bool | str:
+    if isinstance(value, str):
+        low = value.lower()
+        if low in ("true", "1", "yes"):
+            return True
+        if low in ("false", "0", "no", ""):
+            return False
+        return value
+    return bool(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tamesu.load.session import LoadRequest, run_load
+
+    color = getattr(args, "use_color", False)
+    request = LoadRequest(
+        paths=list(args.paths),
+        overrides=_overrides(args),
+        tags=args.tags,
+        exclude_tags=args.exclude_tags,
+        filter=args.filter,
+        timeout=args.timeout,
+        seed=args.seed,
+        ray=bool(args.ray or args.address),
+        address=args.address,
+        resume=_resume(args.resume),
+        output=args.output,
+        json=args.json,
+        transcripts=args.transcripts,
+        live=False if args.no_live else None,
+        quiet=args.quiet,
+        color=bool(color),
+        argv=["tamesu", *sys.argv[1:]],
+    )
+    return asyncio.run(run_load(request)).exit_code

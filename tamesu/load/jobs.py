@@ -1,0 +1,314 @@
+"""Runs as Ray Jobs: submit a suite folder to a cluster, follow it, fetch its results back.
+
+``RayJobs`` is the one wrapper around Ray's job submission SDK (the dashboard's HTTP API, usually
+``http://HEAD:8265``); the suite folder travels as the job's ``working_dir``. On the cluster the job
+runs ``python -m tamesu.load.jobs run|load ...``: the usual command against the cluster
+(``--address auto``), writing into a fresh directory, which is then packed (tar.gz) and printed to
+the job's log between ``[tamesu-artifact]`` markers, followed by ``[tamesu-exit] CODE``. The log is
+the one channel every cluster has, so fetching needs no shared storage; ``unpack_artifacts`` turns
+it back into run directories on the submitting machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import shlex
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = [
+    "ARTIFACT",
+    "EXIT",
+    "JobRow",
+    "RayJobs",
+    "auth_headers",
+    "exit_code_of",
+    "job_main",
+    "pack_artifact",
+    "unpack_artifacts",
+    "visible",
+]
+
+ARTIFACT = "[tamesu-artifact]"
+EXIT = "[tamesu-exit]"
+_CHUNK = 12_000
+"""Base64 characters per log line."""
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def auth_headers(token: str | None = None) -> dict[str, str]:
+    """The bearer token for a cluster with token authentication: ``token``, else RAY_AUTH_TOKEN,
+    else the file at RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token; nothing when there is none."""
+    if token is None:
+        token = os.environ.get("RAY_AUTH_TOKEN")
+    if token is None:
+        path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+        if path.is_file():
+            token = path.read_text(encoding="utf-8").strip()
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+@dataclass
+class JobRow:
+    id: str
+    status: str
+    kind: str
+    suites: str
+    started: float | None
+    ended: float | None
+    message: str
+
+    @property
+    def duration(self) -> float | None:
+        if self.started is None:
+            return None
+        return (self.ended or time.time()) - self.started
+
+
+class RayJobs:
+    """The cluster's job API at ``address`` (``http://HEAD:8265``); every Ray job call goes through here."""
+
+    def __init__(self, address: str, *, token: str | None = None) -> None:
+        try:
+            from ray.job_submission import JobSubmissionClient
+        except ImportError:
+            from tamesu.errors import MissingExtraError
+
+            raise MissingExtraError(
+                "tamesu submit and tamesu jobs need Ray: pip install 'tamesu[ray]'"
+            ) from None
+        if "://" not in address:
+            address = f"http://{address}"
+        self.address = address
+        try:
+            self.client = JobSubmissionClient(address, headers=auth_headers(token))
+        except Exception as exc:
+            from tamesu.errors import TamesuError
+
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if "Authentication" in type(exc).__name__ or "401" in text:
+                raise TamesuError(
+                    f"the cluster at {address} wants its auth token: set RAY_AUTH_TOKEN or --token ({text})"
+                ) from None
+            raise TamesuError(f"cannot reach the Ray job API at {address}: {text}") from None
+
+    def submit(
+        self,
+        *,
+        kind: str,
+        args: Sequence[str],
+        working_dir: Path,
+        suites: Sequence[str],
+        excludes: Sequence[str] = (),
+        python: str = "python",
+        submission_id: str | None = None,
+        num_cpus: float | None = None,
+    ) -> str:
+        """Start ``tamesu KIND ARGS`` on the cluster with ``working_dir`` uploaded; returns the job id."""
+        entrypoint = shlex.join([python, "-m", "tamesu.load.jobs", kind, *args])
+        job_id = submission_id or f"tamesu-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        runtime_env: dict[str, Any] = {
+            "working_dir": str(working_dir),
+            "excludes": [".git", ".venv", "__pycache__", "tamesu-runs", *excludes],
+        }
+        if os.environ.get("TAMESU_DEBUG"):
+            runtime_env["env_vars"] = {"TAMESU_DEBUG": os.environ["TAMESU_DEBUG"]}
+        return str(
+            self.client.submit_job(
+                entrypoint=entrypoint,
+                submission_id=job_id,
+                runtime_env=runtime_env,
+                metadata={"tamesu": kind, "suites": ",".join(suites)[:500], "from": str(working_dir)[:500]},
+                entrypoint_num_cpus=num_cpus,
+            )
+        )
+
+    def list(self, *, every: bool = False) -> list[JobRow]:
+        """Submitted jobs, newest first; only tamesu's unless ``every``."""
+        rows = []
+        for job in self.client.list_jobs():
+            meta = job.metadata or {}
+            if not every and "tamesu" not in meta:
+                continue
+            rows.append(
+                JobRow(
+                    id=job.submission_id or job.job_id or "?",
+                    status=str(getattr(job.status, "value", job.status)),
+                    kind=meta.get("tamesu", "-"),
+                    suites=meta.get("suites", "-"),
+                    started=job.start_time / 1000 if job.start_time else None,
+                    ended=job.end_time / 1000 if job.end_time else None,
+                    message=(job.message or "").splitlines()[0] if job.message else "",
+                )
+            )
+        return sorted(rows, key=lambda r: r.started or 0.0, reverse=True)
+
+    def status(self, job_id: str) -> str:
+        status = self.client.get_job_status(job_id)
+        return str(getattr(status, "value", status))
+
+    def logs(self, job_id: str) -> str:
+        return str(self.client.get_job_logs(job_id))
+
+    async def follow(self, job_id: str) -> AsyncIterator[str]:
+        """The job's log as it is written, chunk by chunk, until the job ends."""
+        async for chunk in self.client.tail_job_logs(job_id):
+            yield chunk
+
+    def stop(self, job_id: str) -> bool:
+        return bool(self.client.stop_job(job_id))
+
+    def wait(self, job_id: str, timeout: float = 60.0) -> str:
+        """The job's status once it is over (or when ``timeout`` passes)."""
+        deadline = time.monotonic() + timeout
+        status = self.status(job_id)
+        while status not in TERMINAL and time.monotonic() < deadline:
+            time.sleep(0.5)
+            status = self.status(job_id)
+        return status
+
+
+def visible(text: str) -> str:
+    """A log without the artifact lines (what a person wants to read)."""
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(ARTIFACT))
+
+
+def exit_code_of(log: str) -> int | None:
+    """The exit code the job's tamesu reported, or None when it never got that far."""
+    for line in reversed(log.splitlines()):
+        if line.startswith(EXIT):
+            try:
+                return int(line[len(EXIT) :].strip())
+            except ValueError:
+                return None
+    return None
+
+
+def pack_artifact(directory: Path, stream: TextIO, *, name: str = "runs") -> int:
+    """Write ``directory`` (tar.gz, base64) to ``stream`` between artifact markers; returns its size."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in sorted(directory.iterdir()):
+            if not path.is_symlink():
+                tar.add(path, arcname=path.name)
+    data = buffer.getvalue()
+    text = base64.b64encode(data).decode("ascii")
+    stream.write(f"{ARTIFACT} begin {name} {len(data)} {hashlib.sha256(data).hexdigest()}\n")
+    for start in range(0, len(text), _CHUNK):
+        stream.write(f"{ARTIFACT} {text[start : start + _CHUNK]}\n")
+    stream.write(f"{ARTIFACT} end {name}\n")
+    stream.flush()
+    return len(data)
+
+
+def unpack_artifacts(log: str, dest: Path) -> list[Path]:
+    """Extract every artifact in ``log`` under ``dest``; returns the top-level paths it wrote.
+
+    A damaged artifact (a cut log, a checksum mismatch) raises ``ValueError``; members that would
+    land outside ``dest`` are refused.
+    """
+    written: list[Path] = []
+    parts: list[str] | None = None
+    expected = ""
+    for line in log.splitlines():
+        if not line.startswith(ARTIFACT):
+            continue
+        body = line[len(ARTIFACT) :].strip()
+        if body.startswith("begin "):
+            parts, expected = [], body.split()[-1]
+        elif body.startswith("end "):
+            if parts is None:
+                continue
+            data = base64.b64decode("".join(parts))
+            if hashlib.sha256(data).hexdigest() != expected:
+                raise ValueError("the results in the job's log are damaged (checksum mismatch)")
+            written.extend(_extract(data, dest))
+            parts = None
+        elif parts is not None:
+            parts.append(body)
+    if parts is not None:
+        raise ValueError("the results in the job's log are cut short")
+    return written
+
+
+def _extract(data: bytes, dest: Path) -> list[Path]:
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    tops: set[Path] = set()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        members = tar.getmembers()
+        for m in members:
+            target = (root / m.name).resolve()
+            if root not in target.parents or m.issym() or m.islnk() or m.isdev():
+                raise ValueError(f"refusing to extract {m.name!r} from the job's results")
+            tops.add(root / Path(m.name).parts[0])
+        tar.extractall(root, members=members)
+    return sorted(tops)
+
+
+_REPORTS = ("--junit", "--json")
+
+
+def _into(argv: Sequence[str], runs: Path) -> list[str]:
+    """Report files named with a relative path are written among the runs, so they come back too."""
+    out: list[str] = []
+    take = False
+    for arg in argv:
+        if take:
+            out.append(arg if Path(arg).is_absolute() else str(runs / arg))
+            take = False
+            continue
+        name, eq, value = arg.partition("=")
+        if name in _REPORTS and eq:
+            out.append(f"{name}={value if Path(value).is_absolute() else runs / value}")
+        else:
+            out.append(arg)
+            take = arg in _REPORTS
+    return out
+
+
+def _join_cluster() -> None:
+    """Connect this job's driver to the cluster now, so the run's placement leaves the connection
+    open: Ray deletes a job's working_dir (this process's cwd) once its driver disconnects."""
+    import logging
+
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address="auto", logging_level=logging.WARNING, log_to_driver=False)
+
+
+def job_main(argv: Sequence[str], *, stream: TextIO | None = None) -> int:
+    """Inside the job: ``tamesu KIND ARGS --address auto`` into a fresh directory, then its artifact."""
+    from tamesu.cli import main
+
+    out = stream or sys.stdout
+    if not argv or argv[0] not in ("run", "load"):
+        out.write("usage: python -m tamesu.load.jobs run|load [OPTIONS]\n")
+        return 2
+    runs = Path(tempfile.mkdtemp(prefix="tamesu-job-"))
+    args = [*_into(argv, runs), "--output", str(runs)]
+    if "--address" not in args and "--ray" not in args:
+        args += ["--address", "auto"]
+    _join_cluster()
+    code = main(args)
+    out.flush()
+    if any(runs.iterdir()):
+        pack_artifact(runs, out)
+    out.write(f"{EXIT} {code}\n")
+    out.flush()
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover - the job's entrypoint
+    sys.exit(job_main(sys.argv[1:]))

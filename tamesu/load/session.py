@@ -1,0 +1,377 @@
+"""``run_load``: one load test from suites to report; ``tamesu load`` is a thin layer over it.
+
+Loading, planning and secrets are exactly ``tamesu run``'s (the same helpers), so a call under load
+is graded as the same test would be in a plain run. The run directory is a normal one (results.jsonl,
+transcripts/) plus calls.jsonl, load.json (the checkpoint) and load-report.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tamesu.errors import UsageError
+from tamesu.secrets import Redactor
+
+if TYPE_CHECKING:
+    from tamesu.actors.load import LoadOutcome
+    from tamesu.config.load import LoadedSuite
+    from tamesu.load.profile import LoadProfile
+    from tamesu.runner.results import ResultsStore
+
+__all__ = [
+    "REPORT_FILE",
+    "LoadRequest",
+    "LoadResult",
+    "latest_load_dir",
+    "needs_speech",
+    "prepare_load",
+    "run_load",
+]
+
+REPORT_FILE = "load-report.json"
+EXIT_OK, EXIT_GATE, EXIT_INFRA, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 3, 4, 130
+
+
+@dataclass
+class LoadRequest:
+    """What ``tamesu load`` was asked (``overrides`` are LoadProfile keys, ``gates`` nested)."""
+
+    paths: Sequence[str] = ()
+    overrides: dict[str, Any] = field(default_factory=dict)
+    tags: Sequence[str] | None = None
+    exclude_tags: Sequence[str] | None = None
+    filter: str | None = None
+    timeout: str | None = None
+    seed: int | None = None
+    ray: bool = False
+    address: str | None = None
+    resume: bool | str = False
+    output: str | None = None
+    json: str | None = None
+    transcripts: str = "all"
+    live: bool | None = None
+    quiet: bool = False
+    color: bool = False
+    argv: Sequence[str] | None = None
+    stream: Any = None
+    """Where the live view and the report go (stdout by default)."""
+    placement_options: dict[str, Any] = field(default_factory=dict)
+    """Extra keyword arguments of RayPlacement (tests pass num_cpus, worker_setup)."""
+
+
+@dataclass
+class LoadResult:
+    exit_code: int
+    report: dict[str, Any]
+    run_dir: Path
+    outcome: LoadOutcome | None = None
+
+
+def latest_load_dir(output: Path, suite_paths: Sequence[str]) -> Path | None:
+    """The newest load test run directory of exactly these suites under ``output``."""
+    if not output.is_dir():
+        return None
+    wanted = sorted(suite_paths)
+    for path in sorted((p for p in output.iterdir() if p.is_dir() and not p.is_symlink()), reverse=True):
+        try:
+            settings = json.loads((path / "settings.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if settings.get("kind") == "load" and sorted(settings.get("suite_paths", [])) == wanted:
+            return path
+    return None
+
+
+def _split(values: Sequence[str] | None) -> list[str]:
+    from tamesu.commands import split_list
+
+    return split_list(values)
+
+
+def prepare_load(request: LoadRequest, paths: Sequence[str]) -> tuple[list[LoadedSuite], list[Any], Any]:
+    """Load and plan exactly as ``tamesu run`` does: (loaded suites, run specs, run options)."""
+    from tamesu.runner.api import RunOptions, _load, _plan
+
+    opts = RunOptions(
+        tags=_split(request.tags),
+        exclude_tags=_split(request.exclude_tags),
+        filter=request.filter,
+        seed=request.seed,
+        timeout=None if request.timeout is None else _seconds(request.timeout),
+    )
+    loaded = _load(list(paths) or ["."], opts)
+    specs = _plan(loaded, opts)
+    if not specs:
+        raise UsageError("no tests to load test (check --tags, --exclude-tags and --filter)")
+    return loaded, specs, opts
+
+
+def _seconds(text: str) -> float:
+    from tamesu.durations import parse_duration
+
+    return parse_duration(text)
+
+
+def _gates(profile: LoadProfile, loaded: Sequence[LoadedSuite], specs: Sequence[Any]) -> Any:
+    from tamesu.config import effective_defaults
+    from tamesu.load.gates import gates_for
+
+    slo: dict[str, float] = {}
+    for suite in loaded:
+        slo.update(effective_defaults(suite.project, suite.suite).slo)
+    threshold = min((float(s.pass_threshold) for s in specs), default=1.0)
+    return gates_for(profile, suite_slo=slo, pass_threshold=threshold)
+
+
+def _store(
+    request: LoadRequest, loaded: Sequence[LoadedSuite], where: Path, profile: LoadProfile, redactor: Redactor
+) -> tuple[ResultsStore, bool]:
+    from tamesu import __version__
+    from tamesu.runner.results import ResultsStore
+
+    paths = [str(s.path.resolve()) for s in loaded]
+    if request.resume:
+        directory = Path(request.resume) if isinstance(request.resume, str) else latest_load_dir(where, paths)
+        if directory is None or not (directory / "settings.json").is_file():
+            raise UsageError(f"--resume: no earlier load test of these suites under {where}")
+        store = ResultsStore.open(directory)
+        store.mark_latest()
+        return store, True
+    started = time.time()
+    settings = {
+        "kind": "load",
+        "argv": [redactor.redact(a) for a in (request.argv or sys.argv)],
+        "cwd": os.getcwd(),
+        "suites": [s.suite.suite for s in loaded],
+        "suite_paths": paths,
+        "profile": profile.model_dump(by_alias=True),
+        "tamesu_version": __version__,
+        "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+    }
+    store = ResultsStore.create(
+        where, suites=[f"load-{s.suite.suite}" for s in loaded], settings=settings, now=started
+    )
+    return store, False
+
+
+def _profile(request: LoadRequest, loaded: Sequence[LoadedSuite], resume_dir: Path | None) -> LoadProfile:
+    from tamesu.load.profile import LoadProfile, merge_profile
+
+    base: LoadProfile | None = next(
+        (s.project.load for s in loaded if s.project is not None and s.project.load), None
+    )
+    if resume_dir is not None:
+        saved = json.loads((resume_dir / "settings.json").read_text(encoding="utf-8")).get("profile")
+        if saved:
+            base = LoadProfile.model_validate(saved)
+    try:
+        return merge_profile(base, **dict(request.overrides))
+    except ValueError as exc:
+        raise UsageError(f"load profile: {exc}") from None
+
+
+_VOICE = {"voice", "twilio", "sip"}
+_AUDIO_MODE = {"pipecat", "realtime", "livekit"}
+
+
+def needs_speech(specs: Sequence[Any]) -> bool:
+    """Whether any call speaks or listens (then a Ray placement gets the shared speech pool)."""
+    for spec in specs:
+        kind = getattr(spec.target, "type", None)
+        if kind in _VOICE or (kind in _AUDIO_MODE and getattr(spec.target, "mode", None) == "audio"):
+            return True
+    return False
+
+
+def _placement(
+    request: LoadRequest, profile: LoadProfile, services: Any, store: ResultsStore, specs: Sequence[Any] = ()
+) -> Any:
+    if not request.ray:
+        from tamesu.actors.placement.local import LocalPlacement
+
+        return LocalPlacement(services)
+    from tamesu.actors.placement.ray import RayPlacement
+
+    spike = profile.spike_window()
+    peak = (
+        profile.max_in_flight
+        if profile.mode == "rate"
+        else math.ceil(profile.level * (spike[2] if spike else 1))
+    )
+    workers = profile.workers
+    if workers is None and request.address is None:
+        workers = max(1, min(os.cpu_count() or 1, peak))
+    per_worker = max(8, math.ceil(peak / (workers or 1)) + 4)
+    return RayPlacement(
+        address=request.address,
+        num_workers=workers,
+        max_concurrency_per_worker=per_worker,
+        output_dir=store.dir,
+        speech_pool=needs_speech(specs),
+        **request.placement_options,
+    )
+
+
+def _exit_code(outcome: LoadOutcome, gates_ok: bool) -> int:
+    if outcome.interrupted:
+        return EXIT_INTERRUPTED
+    if outcome.budget_exceeded:
+        return EXIT_BUDGET
+    if not any(s.final and s.outcome != "error" for s in outcome.samples):
+        return EXIT_INFRA
+    return EXIT_OK if gates_ok else EXIT_GATE
+
+
+async def run_load(request: LoadRequest) -> LoadResult:
+    """Run one load test and write its report; never raises for what the calls do."""
+    from tamesu.actors.load import CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
+    from tamesu.actors.services import RunServices
+    from tamesu.load.gates import evaluate_gates
+    from tamesu.load.live import LiveView
+    from tamesu.reports.load_report import build_load_report, render_load_report, write_load_report
+    from tamesu.runner.api import _setup
+    from tamesu.runner.results import output_dir
+    from tamesu.runner.verdict import final_results
+
+    redactor = Redactor()
+    paths = list(request.paths)
+    if isinstance(request.resume, str) and not paths:
+        paths = json.loads((Path(request.resume) / "settings.json").read_text(encoding="utf-8"))[
+            "suite_paths"
+        ]
+    loaded, specs, _ = prepare_load(request, paths)
+    project = next((s.project for s in loaded if s.project is not None), None)
+    project_dir = next((s.project_dir for s in loaded if s.project_dir is not None), None)
+    where = output_dir(request.output or getattr(project, "output", None), project_dir)
+    resume_dir = None
+    if request.resume:
+        resume_dir = (
+            Path(request.resume)
+            if isinstance(request.resume, str)
+            else latest_load_dir(where, [str(s.path.resolve()) for s in loaded])
+        )
+    profile = _profile(request, loaded, resume_dir)
+    gates = _gates(profile, loaded, specs)
+    setups = {str(s.path): _setup(s, redactor) for s in loaded}
+    store, resumed = _store(request, loaded, where, profile, redactor)
+    stream = request.stream or sys.stdout
+    services = RunServices.create(redactor=redactor, output_dir=store.dir)
+    placement = _placement(request, profile, services, store, specs)
+    driver = LoadDriver(
+        placement,
+        specs,
+        profile,
+        store=store,
+        setups=setups,
+        seed=request.seed,
+        redactor=redactor,
+        http=services.http,
+        transcripts=request.transcripts,
+    )
+    if resumed:
+        saved = store.dir / CHECKPOINT_FILE
+        point = LoadCheckpoint()
+        if saved.is_file():
+            import msgspec
+
+            point = msgspec.convert(
+                json.loads(saved.read_text(encoding="utf-8"))["checkpoint"], LoadCheckpoint
+            )
+        driver.resume(point, read_samples(store.dir))
+    view = LiveView(
+        lambda: driver.stats.snapshot(driver.now()),
+        title=f"tamesu load {', '.join(s.suite.suite for s in loaded)}",
+        color=request.color,
+        live=request.live,
+        quiet=request.quiet,
+        stream=stream,
+    )
+    if not request.quiet:
+        stream.write(f"Load test: {_describe(profile)}; results in {store.dir}\n")
+        stream.flush()
+    view.start()
+    try:
+        with _interrupt_on_sigint(driver):
+            outcome = await driver.run()
+    finally:
+        await view.stop()
+        with contextlib.suppress(Exception):
+            await placement.aclose()
+        await services.aclose()
+    checks = evaluate_gates(gates, outcome.samples)
+    code = _exit_code(outcome, all(g.passed for g in checks))
+    finals = [r for r in final_results(store.results()) if r.final]
+    report = build_load_report(
+        outcome.samples,
+        finals,
+        checks,
+        profile=profile.model_dump(by_alias=True),
+        window=gates.window,
+        elapsed=outcome.elapsed,
+        shed=outcome.stats.shed,
+        exit_code=code,
+        run_dir=str(store.dir),
+        interrupted=outcome.interrupted,
+        budget_exceeded=outcome.budget_exceeded,
+    )
+    write_load_report(report, store.dir / REPORT_FILE, redactor=redactor)
+    if request.json:
+        write_load_report(report, request.json, redactor=redactor)
+    render_load_report(report, color=request.color, stream=stream, redactor=redactor)
+    return LoadResult(exit_code=code, report=report, run_dir=store.dir, outcome=outcome)
+
+
+def _describe(profile: LoadProfile) -> str:
+    pace = f"{profile.rate:g} calls/s" if profile.mode == "rate" else f"{profile.level:g} calls in flight"
+    size = []
+    if profile.total_calls is not None:
+        size.append(f"{profile.total_calls} calls")
+    if profile.duration is not None:
+        size.append(f"for {profile.duration}")
+    extra = f", ramp-up {profile.ramp_up}" if profile.ramp_up else ""
+    return f"{profile.shape}, {pace}, {' or '.join(size)}{extra}"
+
+
+@contextlib.contextmanager
+def _interrupt_on_sigint(driver: Any) -> Any:
+    """Ctrl-C (or SIGTERM, as a stopped Ray job gets) stops the arrivals and cancels the calls in
+    flight, which a resume redoes; a second Ctrl-C aborts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_sigint() -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            loop.remove_signal_handler(signal.SIGINT)
+            raise KeyboardInterrupt
+        driver.interrupt()
+
+    installed = []
+    for sig, handler in ((signal.SIGINT, on_sigint), (signal.SIGTERM, driver.interrupt)):
+        try:
+            loop.add_signal_handler(sig, handler)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,104 @@
+"""The speech pool's parts without Ray: the batcher, the autoscaling policy, a replica, the seam."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tamesu.actors.pools import (
+    Autoscaler,
+    Batcher,
+    LocalSpeechPool,
+    SpeechServer,
+    SynthesisRequest,
+    TranscriptionRequest,
+    audio_of,
+    speech_pool,
+    transcription_of,
+    use_speech_pool,
+)
+from tamesu.errors import ConfigError
+
+from .engines import register
+
+pytestmark = pytest.mark.unit
+
+register()
+
+
+async def test_requests_from_many_callers_travel_in_batches() -> None:
+    sent: list[list[int]] = []
+
+    async def send(batch: list[int]) -> list[int]:
+        sent.append(batch)
+        return [x * 10 for x in batch]
+
+    batcher: Batcher[int, int] = Batcher(send, max_batch=4, max_wait=0.05)
+    assert await asyncio.gather(*(batcher.submit(i) for i in range(10))) == [i * 10 for i in range(10)]
+    assert sent == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert (batcher.batches, batcher.requests) == (3, 10)
+
+
+async def test_a_lone_request_waits_at_most_max_wait_and_a_failed_batch_fails_each_caller() -> None:
+    async def send(batch: list[int]) -> list[int]:
+        if 13 in batch:
+            raise RuntimeError("replica died")
+        return batch
+
+    batcher: Batcher[int, int] = Batcher(send, max_batch=100, max_wait=0.01)
+    assert await asyncio.wait_for(batcher.submit(1), 1.0) == 1
+    results = await asyncio.gather(batcher.submit(12), batcher.submit(13), return_exceptions=True)
+    assert [type(r) for r in results] == [RuntimeError, RuntimeError]
+
+
+def test_autoscaler_scales_up_at_once_and_down_slowly() -> None:
+    policy = Autoscaler(min_replicas=1, max_replicas=4, target=8, cooldown=10)
+    assert policy.desired([20.0], now=0) == 3
+    assert policy.desired([30.0, 30.0, 30.0], now=1) == 4
+    assert policy.desired([1.0, 0.0, 0.0, 0.0], now=2) == 4
+    assert policy.desired([1.0, 0.0, 0.0, 0.0], now=11) == 4
+    assert policy.desired([1.0, 0.0, 0.0, 0.0], now=12.5) == 3
+    assert policy.desired([0.0, 0.0, 0.0], now=13) == 3
+    assert policy.desired([0.0, 0.0, 0.0], now=23) == 2
+    assert policy.desired([5.0, 5.0], now=24) == 2
+    assert policy.desired([0.0], now=100) == 1
+
+
+async def test_a_replica_serves_a_batch_of_both_kinds_and_reports_engine_errors_as_values() -> None:
+    server = SpeechServer()
+    replies = await server.synthesize_batch(
+        [
+            SynthesisRequest(text="one two three", engine="test-tone"),
+            SynthesisRequest(text="x", engine="nope"),
+        ]
+    )
+    audio = audio_of(replies[0])
+    assert (audio.sample_rate, round(audio.duration, 2)) == (8000, 0.3)
+    with pytest.raises(ConfigError, match="unknown TTS engine"):
+        audio_of(replies[1])
+    [heard] = await server.transcribe_batch(
+        [TranscriptionRequest(pcm=audio.samples.tobytes(), sample_rate=8000, engine="test-count")]
+    )
+    assert transcription_of(heard).text == "3 words"
+    assert server.load() == {"in_flight": 0, "served": 3, "batches": 2}
+
+
+async def test_calls_use_the_installed_pool_and_fall_back_to_the_local_engines() -> None:
+    assert isinstance(speech_pool(), LocalSpeechPool)
+
+    class Recording(LocalSpeechPool):
+        said: list[str] = []
+
+        async def synthesize(self, text: str, **kw: object):  # type: ignore[no-untyped-def, override]
+            self.said.append(text)
+            return await super().synthesize(text, engine="test-tone")
+
+    pool = Recording()
+    use_speech_pool(pool)
+    try:
+        audio = await speech_pool().synthesize("hello there")
+        assert round(audio.duration, 2) == 0.2 and pool.said == ["hello there"]
+    finally:
+        use_speech_pool(None)
+    assert isinstance(speech_pool(), LocalSpeechPool)
