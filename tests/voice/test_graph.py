@@ -1,0 +1,68 @@
+"""A voice test through the run graph: the recorder keeps the audio timings, segments, events and metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tamesu.actors.graph import run_graph
+from tamesu.actors.services import RunServices
+from tamesu.config.load import load_suite
+from tamesu.runner.plan import plan
+
+from .peers import AgentScript, Calls, calls
+
+__all__ = ["calls"]
+
+pytestmark = pytest.mark.integration
+
+SUITE = """
+suite: voice-graph
+vars: {{ url: "{url}" }}
+targets:
+  phone:
+    type: voice
+    url: "{{{{vars.url}}}}/voice"
+    idle: 400ms
+    transcript_source: agent
+    messages: {{ transcript: "$[?(@.type=='transcript')].text" }}
+tests:
+  - name: asks about returns
+    target: phone
+    persona: {{ voice: "test-vowel:plain" }}
+    scenario: {{ script: [ {{ say: "one two three" }} ] }}
+    assert:
+      - contains: "30 days"
+      - metric: {{ name: turn_latency_ms_p95, lt: 700 }}
+      - metric: {{ name: call_duration_s, gt: 1 }}
+"""
+
+
+async def test_a_voice_run_records_timings_segments_events_and_metrics(calls: Calls, tmp_path: Path) -> None:
+    _, url = await calls.agent(AgentScript(greeting=0.4, delay=0.3, reply=0.5))
+    path = tmp_path / "suite.yaml"
+    path.write_text(SUITE.format(url=url))
+    [spec] = plan(load_suite(path, project=False))
+    services = RunServices.create(output_dir=tmp_path / "out")
+    try:
+        outcome = await run_graph(spec, services, timeout=30)
+    finally:
+        await services.aclose()
+    assert outcome.error is None, outcome.error
+    assert all(r.passed for r in outcome.results), outcome.results
+    t = outcome.transcript
+    greeting, user, answer = t.turns
+    assert (greeting.role, user.role, answer.role) == ("agent", "user", "agent")
+    assert greeting.text == "Hello, this is the loopback agent." and greeting.first_audio_at is not None
+    assert answer.first_audio_at is not None and answer.sent_at is not None
+    assert 0.2 < answer.first_audio_at - answer.sent_at < 0.45
+    assert {a.channel for a in answer.audio} == {"caller", "agent"}
+    kinds = [e["type"] for e in t.events]
+    assert "voice_call" in kinds and kinds.count("voice_turn") == 2
+    recording = next(e for e in t.events if e["type"] == "voice_call")["recording"]
+    assert (tmp_path / "out" / recording).is_file()
+    assert t.metrics["turn_latency_ms_p50"] == pytest.approx(
+        1000 * (answer.first_audio_at - answer.sent_at), abs=1
+    )
+    assert t.metrics["talk_over_ms"] == 0 and t.end_reason == "done"
