@@ -197,7 +197,12 @@ def needs_speech(specs: Sequence[Any]) -> bool:
 
 
 def _placement(
-    request: LoadRequest, profile: LoadProfile, services: Any, store: ResultsStore, specs: Sequence[Any] = ()
+    request: LoadRequest,
+    profile: LoadProfile,
+    services: Any,
+    store: ResultsStore,
+    specs: Sequence[Any] = (),
+    routers: Any = None,
 ) -> Any:
     if not request.ray:
         from tamesu.actors.placement.local import LocalPlacement
@@ -221,6 +226,7 @@ def _placement(
         max_concurrency_per_worker=per_worker,
         output_dir=store.dir,
         speech_pool=needs_speech(specs),
+        router_factory=routers,
         **request.placement_options,
     )
 
@@ -268,8 +274,11 @@ async def run_load(request: LoadRequest) -> LoadResult:
     setups = {str(s.path): _setup(s, redactor) for s in loaded}
     store, resumed = _store(request, loaded, where, profile, redactor)
     stream = request.stream or sys.stdout
-    services = RunServices.create(redactor=redactor, output_dir=store.dir)
-    placement = _placement(request, profile, services, store, specs)
+    from tamesu.runner.api import RunOptions, _router_factory
+
+    routers = _router_factory(project, project_dir, setups, RunOptions())
+    services = RunServices.create(redactor=redactor, output_dir=store.dir, router_factory=routers)
+    placement = _placement(request, profile, services, store, specs, routers)
     driver = LoadDriver(
         placement,
         specs,
