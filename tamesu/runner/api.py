@@ -202,6 +202,7 @@ def _resume_dir(opts: RunOptions, paths: list[str | Path]) -> Path | None:
 
 def _load(paths: Sequence[str | Path], opts: RunOptions) -> list[LoadedSuite]:
     from tamesu.config.load import validate_paths
+
     report = validate_paths(paths, update_golden=opts.update_golden)
     if report.errors:
         raise ConfigErrors(report.errors)
@@ -318,6 +319,7 @@ async def _schedule(
     placement: Any
     if opts.ray or opts.address:
         from tamesu.actors.placement.ray import RayPlacement
+        from tamesu.load.session import needs_speech
 
         embedded = opts.address is None
         placement = RayPlacement(
@@ -327,6 +329,7 @@ async def _schedule(
             output_dir=store.dir,
             max_concurrency_per_worker=max(concurrency, 1),
             router_factory=routers,
+            speech_pool=needs_speech(todo),
         )
     else:
         from tamesu.actors.placement.local import LocalPlacement
