@@ -5,14 +5,21 @@ bounded ``Mailbox`` in which control messages (session end, interrupt, error) ju
 messages, and pushes what it produces to its outputs with ``send``, which waits while an output's
 mailbox is full (backpressure). Actors never import Ray and never open sockets: whatever they talk
 to (an adapter, a simulator) is handed to them, so the same classes run in every placement.
+
+An actor runs either as a task of its own (``run``) or driven in the task of whoever sends to it
+(``drive``): a message for an idle driven actor is handled at once, in the sender's task, and one
+for a busy one waits in its mailbox until the message in hand is done. Both ways have the same
+semantics (one message at a time, control before data, the end after the data already queued,
+an exception becomes an ``ErrorMsg``); driving saves a task and a wake-up per message, which is
+most of the cost of a text turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tamesu.errors import BudgetExceeded, ModelError, SecretError, TargetError, TemplateError
 
@@ -21,7 +28,7 @@ from .messages import ErrorMsg, Message, SessionEnd, decode, encode, is_control
 if TYPE_CHECKING:
     from tamesu.secrets import Redactor
 
-__all__ = ["Actor", "Boundary", "Mailbox", "MailboxFull", "error_message", "roundtrip"]
+__all__ = ["Actor", "Boundary", "Mailbox", "MailboxFull", "drive", "error_message", "roundtrip"]
 
 Boundary = Callable[[Message], Message]
 """What happens to a message as it enters an actor's mailbox (identity, or encode + decode)."""
@@ -85,6 +92,23 @@ class Mailbox:
         _wake_one(self._putters)
         return msg
 
+    def get_nowait(self) -> Message:
+        """What ``get`` would return now; IndexError when the mailbox is empty."""
+        if self._control:
+            return self._control.popleft()
+        msg = self._data.popleft()
+        _wake_one(self._putters)
+        return msg
+
+    def force(self, msg: Message) -> None:
+        """Queue a message past the bound: only for a sender that the receiver itself is waiting on
+        (waiting for room there could never end)."""
+        if is_control(msg):
+            self._control.append(msg)
+        else:
+            self._data.append(msg)
+        _wake_one(self._getters)
+
     def take_data(self) -> list[Message]:
         """Every queued data message, oldest first, leaving none (to finish them before an end)."""
         taken = list(self._data)
@@ -143,6 +167,10 @@ def error_message(exc: BaseException, *, redactor: Redactor | None = None, at: f
 class Actor:
     """Reads its mailbox until a SessionEnd or an ErrorMsg, which it passes on before it ends.
 
+    ``drivable`` says the actor only ever acts on a message or in a ``start`` that returns, so a
+    graph may drive it without a task; an actor that produces on its own (a timer, a stream it
+    reads until the session ends) leaves it False and runs as a task.
+
     The end jumps the queue like every control message, but the data already queued is handled
     before it, so nothing said before the end is lost; data that arrives later is not handled.
 
@@ -150,6 +178,8 @@ class Actor:
     always runs, also when the actor is cancelled) and ``on_end`` (the end of the session).
     An exception from ``start`` or ``handle`` becomes an ``ErrorMsg`` sent to the outputs.
     """
+
+    drivable: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -164,6 +194,18 @@ class Actor:
         self.outputs: list[Actor] = []
         self.boundary = boundary
         self.redactor = redactor
+        self.driven = False
+        """Set by ``drive``: messages are handled in the sender's task, not by ``run``."""
+        self._ended = False
+        """A driven actor saw the end of its session (or failed) and takes no more messages."""
+        self.died: BaseException | None = None
+        """What broke a driven actor outside ``handle`` (its ``on_end`` raised); the run is then
+        an internal error, as when an actor's task dies."""
+        self._started = False
+        self._busy: asyncio.Task[Any] | bool | None = None
+        """While a driven actor handles a message: the task doing it (True when all senders share
+        one task, which ``drive`` is told, sparing a lookup per message)."""
+        self._tasks = False
 
     def connect(self, *actors: Actor) -> Actor:
         """Send what this actor produces to ``actors``; returns self for chaining."""
@@ -171,10 +213,29 @@ class Actor:
         return self
 
     async def deliver(self, msg: Message) -> None:
-        """Put a message in this actor's mailbox (through the boundary, when there is one)."""
+        """Put a message in this actor's mailbox (through the boundary, when there is one); a
+        driven actor that is idle handles it at once."""
         if self.boundary is not None:
             msg = self.boundary(msg)
-        await self.inbox.put(msg)
+        if not self.driven:
+            await self.inbox.put(msg)
+            return
+        if self._ended:
+            return
+        if self._busy is None and self._started:
+            if self.inbox._control or self.inbox._data:
+                self.inbox.force(msg)
+                await self._process(None)
+            else:
+                await self._process(msg)
+        elif is_control(msg) or not self.inbox.full():
+            self.inbox.put_nowait(msg)
+        elif not self._started or self._busy is True or self._busy is asyncio.current_task():
+            self.inbox.force(msg)
+        else:
+            await self.inbox.put(msg)
+            if self._busy is None and self._started and not self._ended:
+                await self._process(None)
 
     async def send(self, msg: Message) -> None:
         """Push a message to every output, waiting while one of them is full."""
@@ -213,3 +274,76 @@ class Actor:
             await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
         finally:
             await self.stop()
+
+    async def _begin(self) -> None:
+        """A driven actor's start, then whatever was queued for it meanwhile."""
+        self._busy = asyncio.current_task() if self._tasks else True
+        try:
+            try:
+                await self.start()
+            except Exception as exc:
+                self._ended = True
+                await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
+            finally:
+                self._started = True
+            await self._handle_all(None)
+        except Exception as exc:
+            self._die(exc)
+        finally:
+            self._busy = None
+
+    async def _process(self, msg: Message | None) -> None:
+        """Handle ``msg`` (None: nothing new) and everything queued after it, in the caller's task."""
+        self._busy = asyncio.current_task() if self._tasks else True
+        try:
+            await self._handle_all(msg)
+        except Exception as exc:
+            self._die(exc)
+        finally:
+            self._busy = None
+
+    async def _handle_all(self, msg: Message | None) -> None:
+        """``msg`` and then the mailbox until it is empty or the session ended, as ``run`` handles
+        them; an exception from ``on_end`` escapes (the actor then died)."""
+        inbox = self.inbox
+        while not self._ended:
+            if msg is None:
+                if not (inbox._control or inbox._data):
+                    return
+                msg = inbox.get_nowait()
+            try:
+                if isinstance(msg, (SessionEnd, ErrorMsg)):
+                    for queued in inbox.take_data():
+                        await self.handle(queued)
+                    self._ended = True
+                    await self.on_end(msg)
+                    return
+                await self.handle(msg)
+            except Exception as exc:
+                self._ended = True
+                await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
+            msg = None
+
+    def _die(self, exc: BaseException) -> None:
+        self._ended = True
+        if self.died is None:
+            self.died = exc
+
+
+async def drive(actors: Sequence[Actor], *, begun: list[Actor], other_tasks: bool = False) -> None:
+    """Start ``actors`` driven (no task each), the last first so that each is ready before the ones
+    that send to it; ``begun`` gets each actor whose start was attempted (the caller stops them,
+    also when this is cancelled).
+
+    Whatever the starts set going (the first user turn, the answer, the next turn...) runs in this
+    task, so when ``drive`` returns a conversation of driven actors is over, or goes on only in
+    the tasks of actors that run on their own; ``Actor.died`` says which actor broke.
+    ``other_tasks`` says that such actors send to driven ones (a full mailbox then makes them
+    wait, as it makes any sender wait).
+    """
+    for actor in actors:
+        actor.driven = True
+        actor._tasks = other_tasks
+    for actor in reversed(actors):
+        begun.append(actor)
+        await actor._begin()

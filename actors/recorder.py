@@ -12,11 +12,11 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from tamesu.transcript import HandoffInfo, ToolCallRecord, Transcript, Turn
+from tamesu.transcript import AudioSegment, HandoffInfo, ToolCallRecord, Transcript, Turn
 
 from .base import Actor
 from .messages import (
@@ -24,6 +24,7 @@ from .messages import (
     AgentTurn,
     Dtmf,
     ErrorMsg,
+    Event,
     Handoff,
     Interrupt,
     Message,
@@ -66,6 +67,8 @@ def _as_text(value: Any) -> str:
 class Recorder(Actor):
     """Builds the transcript; forwards each finished ``AgentTurn`` so the simulator can answer it."""
 
+    drivable: ClassVar[bool] = True
+
     def __init__(
         self,
         transcript: Transcript,
@@ -107,6 +110,7 @@ class Recorder(Actor):
             Dtmf: self._dtmf,
             MetricMsg: self._metric,
             Interrupt: self._interrupt,
+            Event: self._event,
         }
 
     def now(self) -> float:
@@ -218,6 +222,9 @@ class Recorder(Actor):
     def _interrupt(self, msg: Interrupt) -> None:
         self.transcript.events.append({"type": "interrupt", "at": msg.at})
 
+    def _event(self, msg: Event) -> None:
+        self.transcript.events.append({**msg.data, "type": msg.name, "at": msg.at})
+
     def _agent_turn(self, msg: AgentTurn, *, complete: bool = True) -> None:
         turn = Turn(
             role="agent",
@@ -229,6 +236,8 @@ class Recorder(Actor):
             sent_at=msg.sent_at,
             first_byte_at=msg.first_byte_at,
             end_at=msg.end_at if complete else None,
+            first_audio_at=msg.first_audio_at,
+            audio=[AudioSegment(start=s.start, end=s.end, channel=s.channel, text=s.text) for s in msg.audio],
         )
         self.transcript.turns.append(turn)
         if complete and not self._handoff_this_turn and self.transcript.handoff is None:

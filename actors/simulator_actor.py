@@ -8,7 +8,7 @@ simulator has nothing more to say.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import msgspec
 
@@ -31,6 +31,8 @@ class UserSimulator(Protocol):
 
 class SimulatorActor(Actor):
     """Asks the simulator for a turn at the start (unless the agent speaks first) and after each agent turn."""
+
+    drivable: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ of the answer) and end (the ``AgentTurn``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
@@ -26,6 +26,8 @@ __all__ = ["TargetActor"]
 
 class TargetActor(Actor):
     """Owns the adapter's lifetime: ``start`` connects it, ``stop`` always closes it."""
+
+    drivable: ClassVar[bool] = True
 
     def __init__(
         self, adapter: TargetAdapter, *, clock: Clock, run_id: str, session: str, **opts: Any
@@ -70,6 +72,7 @@ class TargetActor(Actor):
             user = msgspec.structs.replace(user, at=sent)
             await self.send(user)
         first: float | None = None
+        final: AgentTurn | None = None
         answer = self.adapter.turn(user)
         try:
             async for msg in answer:
@@ -77,16 +80,14 @@ class TargetActor(Actor):
                 if first is None:
                     first = now
                 if isinstance(msg, AgentTurn):
-                    await self.send(
-                        msgspec.structs.replace(
-                            msg,
-                            at=now,
-                            sent_at=msg.sent_at if msg.sent_at is not None else sent,
-                            first_byte_at=msg.first_byte_at if msg.first_byte_at is not None else first,
-                            end_at=msg.end_at if msg.end_at is not None else now,
-                        )
+                    final = msgspec.structs.replace(
+                        msg,
+                        at=now,
+                        sent_at=msg.sent_at if msg.sent_at is not None else sent,
+                        first_byte_at=msg.first_byte_at if msg.first_byte_at is not None else first,
+                        end_at=msg.end_at if msg.end_at is not None else now,
                     )
-                    return
+                    break
                 if not msg.at:
                     msg = msgspec.structs.replace(msg, at=now)
                 await self.send(msg)
@@ -94,6 +95,11 @@ class TargetActor(Actor):
             aclose = getattr(answer, "aclose", None)
             if aclose is not None:
                 await aclose()
+        if final is not None:
+            # Sent once the answer is closed: what the turn held (a stream) is let go before the
+            # user's next turn is made, which on a driven graph happens inside this send.
+            await self.send(final)
+            return
         raise TargetError(
             f"the {self.adapter.type_name or type(self.adapter).__name__} adapter ended a turn without an AgentTurn",
             retryable=False,

@@ -3,10 +3,106 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import sys
 import time
-from typing import Protocol
+import weakref
+from collections.abc import Awaitable
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["Clock", "MonotonicClock", "VirtualClock"]
+__all__ = ["Clock", "MonotonicClock", "VirtualClock", "within"]
+
+_T = TypeVar("_T")
+
+
+async def within(awaitable: Awaitable[_T], seconds: float | None) -> _T:
+    """``await awaitable``, raising TimeoutError after ``seconds`` (None: no limit).
+
+    It behaves like ``asyncio.timeout`` at a third of the cost, which matters on paths taken once
+    per turn: no task of its own, and the deadlines of one event loop share one timer (armed for
+    the earliest), since nearly every deadline, a turn's, is met long before it is due.
+    Python 3.10 uses ``asyncio.wait_for``.
+    """
+    if seconds is None:
+        return await awaitable
+    task = asyncio.current_task() if sys.version_info >= (3, 11) else None
+    watch = _watch() if task is not None else None
+    if task is None or watch is None:
+        return await asyncio.wait_for(awaitable, seconds)
+    deadline = _Deadline(task, watch.loop.time() + seconds, task.cancelling())
+    watch.add(deadline)
+    try:
+        result = await awaitable
+    except BaseException as exc:
+        # as asyncio.timeout decides: a cancellation that only the deadline asked for is the timeout
+        if (
+            deadline.fired
+            and task.uncancel() <= deadline.cancelling
+            and isinstance(exc, asyncio.CancelledError)
+        ):
+            raise TimeoutError from exc
+        raise
+    finally:
+        watch.deadlines.discard(deadline)
+    if deadline.fired:
+        task.uncancel()
+    return result
+
+
+class _Deadline:
+    __slots__ = ("cancelling", "fired", "task", "when")
+
+    def __init__(self, task: asyncio.Task[Any], when: float, cancelling: int) -> None:
+        self.task = task
+        self.when = when
+        self.cancelling = cancelling
+        self.fired = False
+
+
+class _Watch:
+    """The deadlines of one event loop behind one timer, armed for the earliest of them."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.deadlines: set[_Deadline] = set()
+        self.armed = math.inf
+        self.handle: asyncio.TimerHandle | None = None
+
+    def add(self, deadline: _Deadline) -> None:
+        self.deadlines.add(deadline)
+        if deadline.when < self.armed:
+            self._arm(deadline.when)
+
+    def _arm(self, when: float) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.armed = when
+        self.handle = self.loop.call_at(when, self._check)
+
+    def _check(self) -> None:
+        self.handle, self.armed = None, math.inf
+        now = self.loop.time() + 1e-6
+        for deadline in [d for d in self.deadlines if d.when <= now]:
+            self.deadlines.discard(deadline)
+            deadline.fired = True
+            deadline.task.cancel()
+        if self.deadlines:
+            self._arm(min(d.when for d in self.deadlines))
+
+
+_watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch] = weakref.WeakKeyDictionary()
+
+
+def _watch() -> _Watch | None:
+    """The running loop's watch (None for a loop that cannot be weakly referenced)."""
+    loop = asyncio.get_running_loop()
+    try:
+        watch = _watches.get(loop)
+        if watch is None:
+            watch = _watches[loop] = _Watch(loop)
+    except TypeError:
+        return None
+    return watch
 
 
 class Clock(Protocol):

@@ -4,16 +4,32 @@ httpx gives every adapter one readable API (and in-memory transports for tests);
 keeps the hot path fast when a load test holds hundreds of conversations open at once. The client
 never retries by itself: reaching the agent is retried by ``tamesu.targets.connect`` as the suite's
 ``connect:`` says, so every attempt is visible and counted.
+
+A plain request whose whole answer is read at once (a JSON turn) may skip httpx's Request and
+Response objects: ``fast_lane(client)`` hands out the aiohttp session underneath the same client,
+sending the same headers and mapping errors to the same httpx exceptions. It is offered only
+while nothing httpx-specific is in play (the aiohttp transport, no auth, hooks, cookies, mounts).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import codecs
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import aiohttp
     import httpx
 
-__all__ = ["describe_http_error", "is_connect_error", "is_timeout", "make_client"]
+__all__ = [
+    "FastLane",
+    "charset_of",
+    "describe_http_error",
+    "fast_lane",
+    "is_connect_error",
+    "is_timeout",
+    "make_client",
+]
 
 DEFAULT_MAX_CONNECTIONS = 1024
 """Room for a load test of ~1000 simultaneous conversations without queueing on the pool."""
@@ -53,6 +69,155 @@ def make_client(
         follow_redirects=False,
         trust_env=False,
     )
+
+
+@lru_cache(maxsize=256)
+def charset_of(content_type: str | None) -> str:
+    """The charset a Content-Type names when Python knows it, else utf-8 (what httpx decodes with)."""
+    if not content_type or "charset" not in content_type.lower():
+        return "utf-8"
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "charset":
+            name = value.strip().strip("'\"")
+            try:
+                codecs.lookup(name)
+            except LookupError:
+                return "utf-8"
+            return name
+    return "utf-8"
+
+
+class FastLane:
+    """Sends plain requests on the aiohttp session under an httpx client (see the module docstring)."""
+
+    def __init__(self, client: httpx.AsyncClient, transport: Any) -> None:
+        from aiohttp import ClientTimeout
+
+        self.client = client
+        self.transport = transport
+        self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in client.headers.raw}
+        """httpx's default headers (user agent, accept, accept-encoding), sent as httpx would."""
+        self._lower = {k.lower() for k in self.headers}
+        self._json_headers = {**self.headers, "Content-Type": "application/json"}
+        t = client.timeout
+        self.timeout = ClientTimeout(sock_connect=t.connect, sock_read=t.read, connect=t.pool)
+
+    def usable(self) -> bool:
+        """Still nothing httpx-specific in play (cookies may have arrived through httpx since)."""
+        client = self.client
+        jar = client.cookies.jar
+        return (
+            not getattr(jar, "_cookies", jar)  # the stdlib jar's own dict: no iteration to see it is empty
+            and not client.is_closed
+            and client._transport is self.transport
+        )
+
+    def merged_headers(self, headers: dict[str, str], *, json_body: bool) -> dict[str, str]:
+        """The client's headers overridden by the call's (names compare case-insensitively)."""
+        if not headers:
+            return self._json_headers if json_body else self.headers
+        out = dict(self.headers)
+        for key, value in headers.items():
+            low = key.lower()
+            if low in self._lower:
+                for k in [k for k in out if k.lower() == low]:
+                    del out[k]
+            out[key] = value
+        if json_body and not any(k.lower() == "content-type" for k in headers):
+            out["Content-Type"] = "application/json"
+        return out
+
+    async def send(self, method: str, url: str, headers: dict[str, str], data: bytes | None) -> Any:
+        """The aiohttp response with its headers read; errors come as httpx exceptions."""
+        transport = self.transport
+        session: aiohttp.ClientSession = transport.client
+        if not isinstance(session, _SESSION[0]):
+            transport.client = session = transport.get_client()
+        try:
+            return await session.request(
+                method,
+                url,
+                headers=headers,
+                data=data,
+                allow_redirects=False,
+                compress=False,
+                timeout=self.timeout,
+            )
+        except Exception as exc:
+            mapped = _as_httpx(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    @staticmethod
+    async def read(response: Any) -> bytes:
+        """The whole body (decompressed); errors come as httpx exceptions."""
+        try:
+            return await response.read()  # type: ignore[no-any-return]
+        except Exception as exc:
+            mapped = _as_httpx(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        finally:
+            response.release()
+
+
+def fast_lane(client: httpx.AsyncClient) -> FastLane | None:
+    """The fast lane of ``client`` when it may be used now, else None (use httpx)."""
+    lane: FastLane | None = getattr(client, "_tamesu_fast_lane", None)
+    if lane is None:
+        if getattr(client, "_tamesu_fast_lane_checked", False):
+            return None
+        lane = _make_lane(client)
+        client._tamesu_fast_lane_checked = True  # type: ignore[attr-defined]
+        client._tamesu_fast_lane = lane  # type: ignore[attr-defined]
+        if lane is None:
+            return None
+    return lane if lane.usable() else None
+
+
+def _make_lane(client: httpx.AsyncClient) -> FastLane | None:
+    try:
+        from httpx_aiohttp import AiohttpTransport
+    except ImportError:
+        return None
+    transport = getattr(client, "_transport", None)
+    hooks = getattr(client, "_event_hooks", {})
+    if (
+        type(transport) is not AiohttpTransport
+        or getattr(client, "_mounts", None)
+        or client.auth is not None
+        or hooks.get("request")
+        or hooks.get("response")
+        or client.follow_redirects
+        or str(client.base_url)
+        or client.params
+        or transport.proxy is not None
+        or transport.uds
+    ):
+        return None
+    if not _SESSION:
+        from aiohttp import ClientSession
+
+        _SESSION.append(ClientSession)
+    return FastLane(client, transport)
+
+
+_SESSION: list[type] = []
+"""aiohttp's ClientSession, once the first fast lane is made (aiohttp is imported lazily)."""
+
+
+def _as_httpx(exc: Exception) -> Exception | None:
+    """The httpx exception the aiohttp transport would have raised for ``exc`` (None: as it is)."""
+    from httpx_aiohttp.transport import AIOHTTP_EXC_MAP
+
+    mapped: type[Exception] | None = None
+    for from_exc, to_exc in AIOHTTP_EXC_MAP.items():
+        if isinstance(exc, from_exc) and (mapped is None or issubclass(to_exc, mapped)):
+            mapped = to_exc
+    return None if mapped is None else mapped(str(exc))
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -8,6 +8,8 @@ path is a ``JSONPathError`` that quotes the path.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -47,8 +49,41 @@ def validate(path: str) -> None:
     compile_path(path)
 
 
+_SIMPLE = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_PROBE = object()
+
+
+@lru_cache(maxsize=2048)
+def _plain_keys(path: str) -> tuple[str, ...] | None:
+    """The keys of a path that only walks object members (``$.a.b``), else None.
+
+    Such paths, the common ``response.text``, are read by a dict walk; python-jsonpath itself
+    confirms on a probe document that the walk means what it means there.
+    """
+    text = _normalise(path)
+    if not _SIMPLE.fullmatch(text):
+        return None
+    keys = tuple(text[2:].split("."))
+    probe: Any = _PROBE
+    for key in reversed(keys):
+        probe = {key: probe}
+    try:
+        if list(compile_path(path).findall(probe)) != [_PROBE]:
+            return None
+    except Exception:
+        return None
+    return keys
+
+
 def find(path: str, data: Any) -> list[Any]:
     """Every value ``path`` selects in ``data``, in document order."""
+    keys = _plain_keys(path)
+    if keys is not None:
+        for key in keys:
+            if not isinstance(data, Mapping) or key not in data:
+                return []
+            data = data[key]
+        return [data]
     compiled = compile_path(path)
     try:
         return list(compiled.findall(data))
@@ -73,6 +108,8 @@ def find_in_message(path: str, message: Any) -> list[Any]:
     Filters such as ``$[?(@.event=='started')].event`` select the message from a one-element
     list, while plain paths such as ``$.reply`` read it directly; both forms work everywhere.
     """
+    if _plain_keys(path) is not None:
+        return find(path, message)  # a member walk selects nothing in a one-element list
     found = find(path, [message])
     return found if found else find(path, message)
 

@@ -40,6 +40,11 @@ class Metric:
     source: str = "computed"
     default: float | None = None
     """The value of a recorded metric the run did not record (no model calls cost nothing)."""
+    series: Callable[[Transcript], list[float]] | None = None
+    """For a statistic over agent turns: the per-turn values (``compute_metrics`` reads each
+    series once for all its statistics)."""
+    stat: str | None = None
+    """p50, p90, p95, p99, max or mean of ``series``."""
 
 
 def percentile(values: Iterable[float], p: float) -> float | None:
@@ -47,12 +52,7 @@ def percentile(values: Iterable[float], p: float) -> float | None:
     data = sorted(values)
     if not data:
         return None
-    if len(data) == 1:
-        return data[0]
-    rank = (len(data) - 1) * min(max(p, 0.0), 100.0) / 100.0
-    low = math.floor(rank)
-    high = min(low + 1, len(data) - 1)
-    return data[low] + (data[high] - data[low]) * (rank - low)
+    return _sorted_percentile(data, p)
 
 
 def _agent_turns_with_user(t: Transcript) -> list[tuple[Turn, Turn | None]]:
@@ -136,13 +136,37 @@ _SERIES: dict[str, str] = {}
 def _series(name: str, what: str, series: Callable[[Transcript], list[float]]) -> dict[str, Metric]:
     _SERIES[name] = what
     return {
-        f"{name}_p50": Metric(f"{what}: median over agent turns", "ms", _pct(series, 50)),
-        f"{name}_p90": Metric(f"{what}: 90th percentile", "ms", _pct(series, 90)),
-        f"{name}_p95": Metric(f"{what}: 95th percentile", "ms", _pct(series, 95)),
-        f"{name}_p99": Metric(f"{what}: 99th percentile", "ms", _pct(series, 99)),
-        f"{name}_max": Metric(f"{what}: slowest agent turn", "ms", _max(series)),
-        f"{name}_mean": Metric(f"{what}: mean over agent turns", "ms", _mean(series)),
+        f"{name}_p50": Metric(f"{what}: median over agent turns", "ms", _pct(series, 50), series=series, stat="p50"),
+        f"{name}_p90": Metric(f"{what}: 90th percentile", "ms", _pct(series, 90), series=series, stat="p90"),
+        f"{name}_p95": Metric(f"{what}: 95th percentile", "ms", _pct(series, 95), series=series, stat="p95"),
+        f"{name}_p99": Metric(f"{what}: 99th percentile", "ms", _pct(series, 99), series=series, stat="p99"),
+        f"{name}_max": Metric(f"{what}: slowest agent turn", "ms", _max(series), series=series, stat="max"),
+        f"{name}_mean": Metric(f"{what}: mean over agent turns", "ms", _mean(series), series=series, stat="mean"),
+    }  # fmt: skip
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    """Every statistic of a series at once, each equal to what its metric's own ``compute`` gives."""
+    if not values:
+        return {}
+    ordered = sorted(values)
+    return {
+        "p50": _sorted_percentile(ordered, 50.0),
+        "p90": _sorted_percentile(ordered, 90.0),
+        "p95": _sorted_percentile(ordered, 95.0),
+        "p99": _sorted_percentile(ordered, 99.0),
+        "max": max(values),
+        "mean": sum(values) / len(values),
     }
+
+
+def _sorted_percentile(data: list[float], p: float) -> float:
+    if len(data) == 1:
+        return data[0]
+    rank = (len(data) - 1) * min(max(p, 0.0), 100.0) / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(data) - 1)
+    return data[low] + (data[high] - data[low]) * (rank - low)
 
 
 _VOICE = "recorded by voice targets"
@@ -160,19 +184,47 @@ METRICS: dict[str, Metric] = {
     ),
     **_series(
         "turn_latency_ms",
-        "User message sent to the agent's first byte (first audio on voice targets)",
+        "User message sent to the agent's first byte (voice: the caller's end of speech to the agent's "
+        "first speech as heard)",
         _latencies,
     ),
     **_series("response_ms", "User message sent to the end of the agent's turn", _response),
-    **_series("time_to_first_audio_ms", "User message sent to the agent's first audio", _first_audio),
+    **_series(
+        "time_to_first_audio_ms",
+        "User message sent to the agent's first audio (voice: the caller's end of speech to the first "
+        "audible agent audio received)",
+        _first_audio,
+    ),
+    "barge_ins": Metric("Times the caller started talking while the agent spoke", "count", source=_VOICE),
     "interruptions": Metric(
-        "Times the agent stopped speaking because the caller spoke", "count", source=_VOICE
+        "Times the agent yielded to a barge-in (went quiet within 500 ms of the caller finishing)",
+        "count",
+        source=_VOICE,
+    ),
+    "barge_in_ms_p50": Metric(
+        "Caller starts talking over the agent to the agent going quiet: median", "ms", source=_VOICE
     ),
     "barge_in_ms_p95": Metric(
-        "Caller starts speaking over the agent to the agent going quiet: 95th percentile", "ms", source=_VOICE
+        "Caller starts talking over the agent to the agent going quiet: 95th percentile", "ms", source=_VOICE
+    ),
+    "barge_in_ms_max": Metric(
+        "Caller starts talking over the agent to the agent going quiet: slowest", "ms", source=_VOICE
     ),
     "talk_over_ms": Metric("Total time agent and caller spoke at once", "ms", source=_VOICE),
-    "silence_ms_max": Metric("Longest silence on the line while the caller waited", "ms", source=_VOICE),
+    "silence_ms_max": Metric(
+        "Longest silence the caller waited through for the agent (before it spoke, or between its phrases)",
+        "ms",
+        source=_VOICE,
+    ),
+    "call_duration_s": Metric("Length of the call, from connecting to the last turn", "s", source=_VOICE),
+    "caller_speech_s": Metric("Seconds the simulated caller spoke", "s", source=_VOICE),
+    "agent_speech_s": Metric("Seconds the agent spoke, as the caller heard it", "s", source=_VOICE),
+    "wer_agent_transcript": Metric(
+        "Word error rate of the agent's own transcript against tamesu's STT of its audio "
+        "(transcript_source: stt with an agent that publishes transcripts)",
+        "ratio",
+        source=_VOICE,
+    ),
     "llm_calls": Metric(
         "Model calls tamesu made (simulator, judge, ...)", "count", source=_MODELS, default=0.0
     ),
@@ -196,6 +248,8 @@ ALIASES: dict[str, str] = {
 }
 """Other spellings suites use (``turn_latency_p95_ms`` is ``turn_latency_ms_p95``)."""
 ALIASES["barge_in_p95_ms"] = "barge_in_ms_p95"
+ALIASES["barge_in_p50_ms"] = "barge_in_ms_p50"
+ALIASES["barge_in_max_ms"] = "barge_in_ms_max"
 ALIASES["silence_max_ms"] = "silence_ms_max"
 
 
@@ -209,13 +263,43 @@ def metric_names() -> list[str]:
     return sorted(METRICS)
 
 
-def compute_metrics(transcript: Transcript) -> dict[str, float]:
-    """Every computed metric that has a value in this run (recorded ones are left to their source)."""
-    out: dict[str, float] = {}
+_Plan = list[tuple[str, "Compute | None", "Callable[[Transcript], list[float]] | None", str]]
+_plan: tuple[list[str], list[Metric], _Plan] | None = None
+
+
+def _compute_plan() -> _Plan:
+    """The table as steps (name, compute, series, stat), made again only when the table changed."""
+    global _plan
+    names, metrics = list(METRICS), list(METRICS.values())
+    if _plan is not None and _plan[0] == names and _plan[1] == metrics:  # identity first: cheap
+        return _plan[2]
+    steps: _Plan = []
     for name, metric in METRICS.items():
         if metric.compute is None:
             continue
-        value = metric.compute(transcript)
+        if metric.series is not None and metric.stat in _STATS:
+            steps.append((name, None, metric.series, metric.stat))
+        else:
+            steps.append((name, metric.compute, None, ""))
+    _plan = (names, metrics, steps)
+    return steps
+
+
+def compute_metrics(transcript: Transcript) -> dict[str, float]:
+    """Every computed metric that has a value in this run (recorded ones are left to their source).
+
+    Each per-turn series is read once for all its statistics (this runs once per run).
+    """
+    out: dict[str, float] = {}
+    read: dict[Callable[[Transcript], list[float]], dict[str, float]] = {}
+    for name, compute, series, stat in _compute_plan():
+        if series is None:
+            value = compute(transcript)  # type: ignore[misc]
+        else:
+            stats = read.get(series)
+            if stats is None:
+                stats = read[series] = _stats(series(transcript))
+            value = stats.get(stat)
         if value is not None:
             out[name] = float(value)
     return out

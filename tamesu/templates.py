@@ -13,6 +13,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from tamesu.errors import TemplateError
@@ -85,7 +86,7 @@ class Scope:
 
     def set(self, name: str, value: Any) -> None:
         """Set ``name``; a mapping value under a namespace name sets each member (``vars`` -> ``vars.x``)."""
-        if isinstance(value, Mapping) and name in NAMESPACES:
+        if name in NAMESPACES and isinstance(value, Mapping):
             for key, member in value.items():
                 self._values[f"{name}.{key}"] = member
         else:
@@ -175,27 +176,51 @@ def seed_faker(seed: int) -> None:
     _faker.seed_instance(seed)
 
 
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> str | tuple[str, ...]:
+    """A template string taken apart once: the one name it is (a str), or literal text and names
+    alternating (a tuple starting and ending with text)."""
+    whole = _TEMPLATE.fullmatch(text.strip())
+    if whole and text.strip() == text:
+        return whole.group(1)
+    parts: list[str] = []
+    end = 0
+    for m in _TEMPLATE.finditer(text):
+        parts += [text[end : m.start()], m.group(1)]
+        end = m.end()
+    parts.append(text[end:])
+    return tuple(parts)
+
+
 def render_str(text: str, scope: Scope) -> Any:
     """Render one string. A string that is exactly one template keeps the value's own type."""
     if "{{" not in text:
         return text
-    whole = _TEMPLATE.fullmatch(text.strip())
-    if whole and text.strip() == text:
-        return scope.lookup(whole.group(1))
-
-    def sub(m: re.Match[str]) -> str:
-        value = scope.lookup(m.group(1))
+    parsed = _parse(text)
+    if isinstance(parsed, str):
+        return scope.lookup(parsed)
+    if len(parsed) == 1:
+        return text
+    out = [parsed[0]]
+    for i in range(1, len(parsed), 2):
+        value = scope.lookup(parsed[i])
         if isinstance(value, (dict, list)):
             import json
 
-            return json.dumps(value)
-        return "" if value is None else str(value)
-
-    return _TEMPLATE.sub(sub, text)
+            out.append(json.dumps(value))
+        else:
+            out.append("" if value is None else str(value))
+        out.append(parsed[i + 1])
+    return "".join(out)
 
 
 def render(template: Any, scope: Scope) -> Any:
     """Render every string inside ``template`` (a string, or nested dicts and lists)."""
+    kind = type(template)
+    if kind is str:
+        return render_str(template, scope)
+    if kind is dict:
+        return {k: render(v, scope) for k, v in template.items()}
     if isinstance(template, str):
         return render_str(template, scope)
     if isinstance(template, Mapping):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..graph import GraphOutcome, OutcomeSink, RunGraph
 
@@ -21,6 +21,10 @@ class LocalPlacement:
     ``encode_boundary=True`` encodes and decodes every message as it enters an actor, as if it
     crossed a process: tests use it so that what passes locally also passes on Ray.
     """
+
+    bounds_itself: ClassVar[bool] = True
+    """A run here ends within its timeout plus the graph's stop grace (the graph enforces both in
+    this process), so the scheduler needs no backstop of its own."""
 
     def __init__(
         self, services: RunServices, *, encode_boundary: bool = False, owns_services: bool = False

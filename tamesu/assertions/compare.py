@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ def given(spec: Any, key: str) -> bool:
     return getattr(spec, key, None) is not None
 
 
+@lru_cache(maxsize=1024)
 def text_pattern(text: str) -> re.Pattern[str]:
     """``contains`` as a pattern: case-insensitive, any run of whitespace matches any other."""
     words = text.split()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
+import random
 import time
 import uuid
 from collections import Counter
@@ -21,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tamesu.clock import within
 from tamesu.errors import BudgetExceeded, TamesuError
 from tamesu.runner.hooks import hook_env, run_hooks
-from tamesu.runner.results import redact_result
+from tamesu.runner.results import ResultWriter, redact_result
 from tamesu.runner.spec import RunResult, RunSpec
 from tamesu.runner.verdict import outcome_of
 from tamesu.transcript import Transcript
@@ -48,6 +51,11 @@ __all__ = [
 
 _BACKSTOP = 15.0
 """Seconds past a run's timeout after which the scheduler gives up on a placement that has not answered."""
+_IDS = random.Random()
+"""Session ids: random version-4 uuids from a generator of our own (seeded from the OS, untouched
+by suites that seed ``random``), without a system call per run."""
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_IDS.seed)
 _LOOKAHEAD = 64
 """How many planned runs may wait for a busy target before dispatch waits for a slot instead."""
 
@@ -210,6 +218,7 @@ class Scheduler:
         self._interrupted = False
         self._stop = False
         self._failed = False
+        self._writer: ResultWriter | None = None
 
     def interrupt(self) -> None:
         """Stop now: start nothing more and cancel the runs in flight (they are not recorded)."""
@@ -226,6 +235,7 @@ class Scheduler:
         load: Counter[tuple[str, str]] = Counter()
         pending = iter(specs)
         waiting: list[RunSpec] = []
+        ended = _Ended()
         try:
             while True:
                 while not self._stop and len(self._running) < self.concurrency:
@@ -237,11 +247,12 @@ class Scheduler:
                         waiting.insert(0, spec)
                         break
                     load[_target_key(spec)] += 1
-                    self._running[asyncio.create_task(self._run_spec(spec))] = spec
+                    task = asyncio.create_task(self._run_spec(spec))
+                    task.add_done_callback(ended.add)
+                    self._running[task] = spec
                 if not self._running:
                     break
-                done, _ = await asyncio.wait(self._running, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
+                for task in await ended.next():
                     spec = self._running.pop(task)
                     load[_target_key(spec)] -= 1
                     if not task.cancelled() and task.exception() is not None:
@@ -252,6 +263,9 @@ class Scheduler:
             if self._running:
                 await asyncio.gather(*self._running, return_exceptions=True)
             await self._teardown_all()
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
         reason = self._over_budget()
         if reason:
             self.reporter.note(f"budget exceeded: {reason}; no new runs were started")
@@ -339,12 +353,14 @@ class Scheduler:
 
     async def _call_graph(self, spec: RunSpec, secrets: Mapping[str, str] | None) -> _GraphAnswer:
         """The graph enforces the timeout itself (also on Ray) and keeps the partial transcript; the
-        scheduler's own limit, a little later, only catches a placement that does not come back."""
+        scheduler's own limit, a little later, only catches a placement that does not come back
+        (none for one that ``bounds_itself``, like the local placement)."""
         partial: list[Any] = []
+        backstop = None if getattr(self.placement, "bounds_itself", False) else spec.timeout + _BACKSTOP
         try:
-            outcome = await asyncio.wait_for(
+            outcome = await within(
                 self.placement.run(spec, secrets=secrets, timeout=spec.timeout, sink=partial.append),
-                timeout=spec.timeout + _BACKSTOP,
+                backstop,
             )
         except asyncio.TimeoutError:
             transcript = getattr(partial[-1], "transcript", None) if partial else None
@@ -394,7 +410,7 @@ class Scheduler:
             scope = Scope({"vars": spec.vars}, parent=setup.scope if setup is not None else None)
             with contextlib.suppress(Exception):
                 return render_text(template, scope)
-        return str(uuid.uuid4())
+        return str(uuid.UUID(int=_IDS.getrandbits(128), version=4))
 
     @staticmethod
     def _timeout_text(spec: RunSpec) -> str:
@@ -458,17 +474,15 @@ class Scheduler:
         )
 
     async def _record(self, result: RunResult, transcript: Transcript | None) -> None:
-        """Redact, then write the transcript and append the result in a worker thread (fsync)."""
+        """Redact, then write the transcript and append the result from the writer thread (fsync);
+        the result counts (and is reported) once it is durable."""
         result = redact_result(result, self.redactor)
         if self.store is not None:
-            await asyncio.to_thread(self._persist, self.store, result, transcript)
+            if self._writer is None:
+                self._writer = ResultWriter(self.store, self.redactor)
+            await self._writer.write(result, transcript)
         self._results.append(result)
         self.reporter.run_finished(result)
-
-    def _persist(self, store: ResultsStore, result: RunResult, transcript: Transcript | None) -> None:
-        if transcript is not None:
-            result.transcript_file = store.write_transcript(result, transcript, self.redactor)
-        store.append(result)
 
     def _hook_args(self, setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str]) -> dict[str, Any]:
         from tamesu.secrets import Redactor
@@ -520,6 +534,34 @@ class Scheduler:
             await asyncio.gather(*list(self._teardowns), return_exceptions=True)
         for path in list(self._states):
             await self._teardown(path)
+
+
+class _Ended:
+    """The run tasks that ended since the scheduler last looked.
+
+    One done callback per run wakes the scheduler, instead of ``asyncio.wait`` over every run in
+    flight each time one ends (which adds and removes a callback on each of them).
+    """
+
+    def __init__(self) -> None:
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake: asyncio.Future[None] | None = None
+
+    def add(self, task: asyncio.Task[None]) -> None:
+        self._tasks.append(task)
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    async def next(self) -> list[asyncio.Task[None]]:
+        """The tasks that ended, waiting for one when none has."""
+        if not self._tasks:
+            self._wake = asyncio.get_running_loop().create_future()
+            try:
+                await self._wake
+            finally:
+                self._wake = None
+        tasks, self._tasks = self._tasks, []
+        return tasks
 
 
 def _target_key(spec: RunSpec) -> tuple[str, str]:

@@ -7,20 +7,25 @@ attempt the ``TargetError`` says what happened and where, with secrets redacted.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
+
+from tamesu.clock import within
 from tamesu.durations import parse_duration
 from tamesu.errors import TargetError
-from tamesu.http import describe_http_error, is_connect_error, is_timeout
+from tamesu.http import charset_of, describe_http_error, is_connect_error, is_timeout
 
 if TYPE_CHECKING:
     import httpx
 
     from tamesu.config.target import ConnectConfig, RESTOpen
+    from tamesu.http import FastLane
     from tamesu.targets.base import TargetContext
 
 __all__ = [
@@ -28,6 +33,7 @@ __all__ = [
     "ConnectPolicy",
     "HttpCall",
     "Retry",
+    "fetch",
     "fmt_seconds",
     "open_session",
     "render_call",
@@ -94,7 +100,7 @@ class Retry(Exception):
 
 async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[[], Awaitable[T]]) -> T:
     """Run ``attempt`` until it returns; it raises ``Retry`` for failures worth another try."""
-    last = Retry("no attempt made")
+    last: Retry | None = None
     for n in range(1, policy.attempts + 1):
         try:
             return await attempt()
@@ -102,6 +108,8 @@ async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[
             last = exc
         if n < policy.attempts:
             await ctx.clock.sleep(policy.delay(n))
+    if last is None:
+        last = Retry("no attempt made")
     tries = "attempt" if policy.attempts == 1 else "attempts"
     detail = f": {last.detail}" if last.detail else ""
     raise TargetError(
@@ -194,6 +202,113 @@ async def stream(
         yield resp
     finally:
         await resp.aclose()
+
+
+async def fetch(
+    ctx: TargetContext,
+    policy: ConnectPolicy,
+    call: HttpCall,
+    lane: FastLane,
+    *,
+    on_headers: Callable[[], None] | None = None,
+) -> tuple[int, Any, str]:
+    """``stream`` and a whole read of the body, on the fast lane: (status, headers, text).
+
+    Retries and error messages are those of ``stream`` followed by reading the body; one turn
+    timeout covers each attempt's request and its answer. ``on_headers`` is called when the
+    headers of the answer that is kept have arrived.
+    """
+    http_error = _httpx_error()
+    limit = ctx.turn_timeout
+    json_body = call.body is not None and not isinstance(call.body, (str, bytes))
+    headers = lane.merged_headers(call.headers, json_body=json_body)
+    data: bytes | None
+    if json_body:
+        data = _json_bytes(call.body)
+    elif isinstance(call.body, str):
+        data = call.body.encode()
+    else:
+        data = call.body or None
+
+    async def attempt() -> tuple[Any, bytes]:
+        phase, status = "send", 0
+
+        async def exchange() -> tuple[Any, bytes]:
+            nonlocal phase, status
+            resp = await lane.send(call.method, call.url, headers, data)
+            try:
+                if _retryable_status(resp.status):
+                    phase, status = "retry", resp.status
+                    try:
+                        body = (await lane.read(resp)).decode("utf-8", "replace")
+                    except Exception:
+                        body = ""
+                    raise Retry(f"agent answered {status}", snippet(body))
+                if on_headers is not None:
+                    on_headers()
+                phase = "read"
+                return resp, await lane.read(resp)
+            finally:
+                resp.release()
+
+        try:
+            return await within(exchange(), limit)
+        except asyncio.TimeoutError as exc:
+            if phase == "retry":
+                raise Retry(f"agent answered {status}") from None
+            if phase == "read":
+                raise TargetError(
+                    f"no answer within {fmt_seconds(limit)} from {call.url}", retryable=True
+                ) from None
+            raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
+        except http_error as exc:
+            if phase == "read":
+                raise TargetError(f"the answer from {call.url} broke off: {exc}", retryable=True) from None
+            raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
+        except OSError as exc:
+            if phase == "read":
+                raise
+            raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
+
+    resp, content = await retrying(ctx, policy, attempt)
+    headers = resp.headers
+    return resp.status, headers, content.decode(charset_of(headers.get("content-type")), "replace")
+
+
+_HTTPX_ERROR: list[type[Exception]] = []
+
+
+def _httpx_error() -> type[Exception]:
+    """``httpx.HTTPError``, imported on first use (httpx is heavy to import for ``validate``)."""
+    if not _HTTPX_ERROR:
+        import httpx
+
+        _HTTPX_ERROR.append(httpx.HTTPError)
+    return _HTTPX_ERROR[0]
+
+
+def _json_bytes(value: Any) -> bytes:
+    """A JSON body exactly as httpx encodes ``json=`` (msgspec writes the same bytes for strings,
+    integers, booleans and null; floats and anything else go through Python's json)."""
+    if _plain_json(value):
+        try:
+            return msgspec.json.encode(value)
+        except (msgspec.MsgspecError, OverflowError, UnicodeEncodeError):
+            pass
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def _plain_json(value: Any) -> bool:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is dict:
+        return all(type(k) is str and _plain_json(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain_json(v) for v in value)
+    return False
 
 
 def _redacted(ctx: TargetContext, exc: Exception) -> Exception:

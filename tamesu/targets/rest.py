@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, UserTurn
 from tamesu.errors import TargetError
+from tamesu.http import fast_lane
 from tamesu.jsonpath import JSONPathError
 from tamesu.targets.base import TargetAdapter, target
 from tamesu.targets.connect import (
     ConnectPolicy,
     HttpCall,
+    fetch,
     fmt_seconds,
     open_session,
     render_call,
@@ -111,6 +113,10 @@ class RestTarget(TargetAdapter):
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         scope = self.ctx.scope.child({"message": "" if user is None else user.text})
         try:
+            if self._plain():
+                for msg in await self._plain_answer(user, scope):
+                    yield msg
+                return
             async with aclosing(self._transport(user, scope)) as messages:
                 async for msg in messages:
                     yield msg
@@ -118,6 +124,12 @@ class RestTarget(TargetAdapter):
             raise self._redacted(exc) from None
         except JSONPathError as exc:
             raise TargetError(self.ctx.redactor.redact(str(exc)), retryable=False) from None
+
+    def _plain(self) -> bool:
+        """Whether turns are one request answered by one whole body (no poll, listener, stream)."""
+        return (
+            self.poll is None and self.listener is None and self.ws is None and self.config.streaming != "sse"
+        )
 
     def _transport(self, user: UserTurn | None, scope: Scope) -> AsyncGenerator[Message, None]:
         if self.poll is not None:
@@ -128,11 +140,9 @@ class RestTarget(TargetAdapter):
             return self.listener.turn(user, scope)
         if self.ws is not None:
             return self.ws.turn(user, scope)
-        if self.config.streaming == "sse":
-            from tamesu.targets.rest_stream import sse_turn
+        from tamesu.targets.rest_stream import sse_turn
 
-            return sse_turn(self, user, scope)
-        return self._plain_turn(user, scope)
+        return sse_turn(self, user, scope)
 
     def turn_call(self, scope: Scope) -> HttpCall:
         """The rendered request of one turn: url, method, headers, ``request.body``."""
@@ -162,21 +172,26 @@ class RestTarget(TargetAdapter):
         self._handed_off = self._handed_off or len(out) > 1
         return out
 
-    async def _plain_turn(self, user: UserTurn | None, scope: Scope) -> AsyncGenerator[Message, None]:
+    async def _plain_answer(self, user: UserTurn | None, scope: Scope) -> list[Message]:
+        """One request, its whole answer read: the turn's messages, ending with the AgentTurn."""
         if user is None:
             # A plain JSON agent cannot speak first: there is no request to answer.
-            for msg in self.finish(self.builder(sent_at=None)):
-                yield msg
-            return
+            return self.finish(self.builder(sent_at=None))
         call = self.turn_call(scope)
         builder = self.builder(sent_at=self.ctx.clock.now())
-        async with stream(self.ctx, self.policy, call) as resp:
-            builder.first_byte()
-            text = await self.read_body(resp, call)
-        for msg in self.read_answer(builder, resp.status_code, resp.headers.get("content-type"), text):
-            yield msg
-        for msg in self.finish(builder):
-            yield msg
+        lane = fast_lane(self.ctx.http)
+        if lane is not None:
+            status, headers, text = await fetch(
+                self.ctx, self.policy, call, lane, on_headers=builder.first_byte
+            )
+        else:
+            async with stream(self.ctx, self.policy, call) as resp:
+                builder.first_byte()
+                text = await self.read_body(resp, call)
+            status, headers = resp.status_code, resp.headers
+        out = self.read_answer(builder, status, headers.get("content-type"), text)
+        out.extend(self.finish(builder))
+        return out
 
     async def read_body(self, resp: httpx.Response, call: HttpCall) -> str:
         """The whole body within the turn timeout, as text."""

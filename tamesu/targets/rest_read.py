@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from tamesu.actors.messages import AgentPartial, AgentTurn, Message, RawResponse, ToolCall
 from tamesu.jsonpath import find, find_in_message, truthy
 from tamesu.targets.handoff import detect_handoff
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Extract", "Reader", "TurnBuilder", "decode_text", "parse_tool_calls"]
 
+_decode = msgspec.json.Decoder().decode
 _FALLBACK_KEYS = ("reply", "text", "message", "content", "output", "response", "answer")
 """Read when no ``response.text`` is configured and the payload is an object."""
 
@@ -31,6 +34,10 @@ def decode_text(text: str) -> tuple[Any, bool]:
     stripped = text.strip()
     if not stripped:
         return text, False
+    try:
+        return _decode(stripped), True
+    except msgspec.MsgspecError:
+        pass  # what msgspec refuses (NaN, lone surrogates, 1e400) Python's json may still read
     try:
         return json.loads(stripped), True
     except ValueError:
