@@ -16,8 +16,10 @@ __all__ = [
     "AgentTurn",
     "AudioBatch",
     "AudioFrame",
+    "AudioSpan",
     "Dtmf",
     "ErrorMsg",
+    "Event",
     "Handoff",
     "Interrupt",
     "Message",
@@ -104,6 +106,15 @@ class AgentPartial(_Msg, tag="agent_partial"):
     text: str
 
 
+class AudioSpan(msgspec.Struct, frozen=True, kw_only=True):
+    """A stretch of speech on one side of a call (seconds on the run's clock), with its words if known."""
+
+    start: float
+    end: float
+    channel: Literal["caller", "agent"]
+    text: str | None = None
+
+
 class AgentTurn(_Msg, tag="agent_turn"):
     """The agent's whole turn; the last message a target emits for one user turn."""
 
@@ -114,11 +125,22 @@ class AgentTurn(_Msg, tag="agent_turn"):
     sent_at: float | None = None
     first_byte_at: float | None = None
     end_at: float | None = None
+    first_audio_at: float | None = None
+    """Audio targets: the onset of the agent's first speech in this turn, as the caller heard it."""
+    audio: list[AudioSpan] = msgspec.field(default_factory=list)
+    """Audio targets: the speech of both sides during this turn (VAD segments, with transcripts)."""
 
 
 class Dtmf(_Msg, tag="dtmf"):
     digits: str
     direction: Literal["sent", "received"] = "sent"
+
+
+class Event(_Msg, tag="event"):
+    """Something a target observed that belongs in the transcript's events (a recording, a barge-in)."""
+
+    name: str
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class MetricMsg(_Msg, tag="metric"):
@@ -150,6 +172,7 @@ Message = (
     | AgentPartial
     | AgentTurn
     | Dtmf
+    | Event
     | MetricMsg
     | AudioFrame
     | AudioBatch

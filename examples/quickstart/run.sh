@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The quickstart: start the demo agent on a free port, run the quickstart suite against it, stop it.
+# The quickstart: start the demo agents on free ports, run the quickstart suite against them, stop them.
 #
 #   examples/quickstart/run.sh                 # any tamesu run option can follow, e.g. --junit out.xml
 #
+# The voice demo agent needs the voice extra (Piper and Whisper); without it the phone test is left out.
 # Exits with tamesu's exit code (0 all passed, 1 a test failed, 2 config error, 3 infrastructure).
 set -euo pipefail
 
@@ -13,32 +14,56 @@ if [ -x "$root/.venv/bin/python" ] && [ -z "${PYTHON:-}" ]; then
   python="$root/.venv/bin/python"
 fi
 
-fifo="$(mktemp -u)"
-mkfifo "$fifo"
-"$python" "$root/examples/demo_agent/agent.py" --port 0 >"$fifo" &
-agent=$!
+pids=()
+fifos=()
 cleanup() {
-  kill "$agent" 2>/dev/null || true
-  wait "$agent" 2>/dev/null || true
-  rm -f "$fifo"
+  for pid in ${pids[@]+"${pids[@]}"}; do kill "$pid" 2>/dev/null || true; done
+  for pid in ${pids[@]+"${pids[@]}"}; do wait "$pid" 2>/dev/null || true; done
+  for fifo in ${fifos[@]+"${fifos[@]}"}; do rm -f "$fifo"; done
 }
 trap cleanup EXIT INT TERM
 
-# The agent's first line is "listening on http://127.0.0.1:PORT".
-exec 3<"$fifo"
-if ! IFS= read -r -t 30 line <&3; then
+# start_agent SCRIPT SECONDS: run an agent on port 0; its first line is "listening on URL", and
+# agent_url is set to that URL (empty when the agent does not start in time).
+start_agent() {
+  local fifo line
+  agent_url=""
+  fifo="$(mktemp -u)"
+  mkfifo "$fifo"
+  fifos+=("$fifo")
+  "$python" "$root/$1" --port 0 >"$fifo" &
+  pids+=($!)
+  exec 3<"$fifo"
+  if IFS= read -r -t "$2" line <&3; then
+    case "$line" in
+      "listening on "*) agent_url="${line#listening on }" ;;
+      *) echo "run.sh: unexpected first line from $1: $line" >&2 ;;
+    esac
+    # Keep draining the agent's output so it never blocks on a full pipe.
+    cat <&3 >/dev/null &
+    pids+=($!)
+  fi
+  exec 3<&-
+}
+
+start_agent examples/demo_agent/agent.py 30
+AGENT_URL="$agent_url"
+if [ -z "$AGENT_URL" ]; then
   echo "run.sh: the demo agent did not start" >&2
   exit 3
 fi
-case "$line" in
-  "listening on "*) AGENT_URL="${line#listening on }" ;;
-  *) echo "run.sh: unexpected first line from the demo agent: $line" >&2; exit 3 ;;
-esac
 export AGENT_URL
-# Keep draining the agent's output so it never blocks on a full pipe.
-cat <&3 >/dev/null &
-exec 3<&-
+
+extra=()
+start_agent examples/voice_agent/agent.py 120
+VOICE_AGENT_URL="$agent_url"
+if [ -n "$VOICE_AGENT_URL" ]; then
+  export VOICE_AGENT_URL
+else
+  echo "run.sh: the voice demo agent did not start (pip install 'tamesu[voice]'); leaving out the phone test" >&2
+  extra+=(--exclude-tags voice)
+fi
 
 status=0
-"$python" -m tamesu run "$here/suite.yaml" "$@" || status=$?
+"$python" -m tamesu run "$here/suite.yaml" ${extra[@]+"${extra[@]}"} "$@" || status=$?
 exit "$status"

@@ -53,6 +53,7 @@ BUILTIN: dict[str, str] = {
     "similar_to": "tamesu.assertions.graded:similar_to",
     "grounded": "tamesu.assertions.graded:grounded",
     "evaluator": "tamesu.assertions.evaluators:run_evaluator",
+    "dtmf_received": "tamesu.assertions.voice:dtmf_received",
 }
 """The built-in kinds, by assertion key -> the evaluator's ``module:function``."""
 

@@ -26,6 +26,15 @@ SAMPLES: list[m.Message] = [
     m.RawResponse(body={"reply": "x", "n": 1.5}, status=200),
     m.AgentPartial(text="Hel"),
     m.AgentTurn(text="Hello", done=True, status=201, sent_at=0.1, first_byte_at=0.2, end_at=0.3),
+    m.AgentTurn(
+        text="Hi",
+        first_audio_at=0.25,
+        audio=[
+            m.AudioSpan(start=0.0, end=0.1, channel="caller", text="hey"),
+            m.AudioSpan(start=0.25, end=1.0, channel="agent"),
+        ],
+    ),
+    m.Event(name="voice_turn", data={"turn": 1, "interrupted": False}, at=2.0),
     m.Dtmf(digits="12#", direction="received"),
     m.MetricMsg(name="barge_in_ms", value=120.0),
     m.AudioFrame(seq=7, pcm=b"\x00\x01" * 160, sample_rate=8000, channel="agent"),
