@@ -8,7 +8,7 @@ same checks whether or not it built the models. Each problem is a located Config
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +55,9 @@ def check_suite(loaded: LoadedSuite, doc: YamlDoc, *, update_golden: bool = Fals
     """Every cross-reference problem of a validated suite, sorted by position."""
     project = loaded.project
     project_data = None if project is None else project.model_dump(by_alias=True, exclude_unset=True)
-    return check_document(doc, loaded.dir, project=project_data, update_golden=update_golden)
+    return check_document(
+        doc, loaded.dir, project=project_data, update_golden=update_golden, project_dir=loaded.project_dir
+    )
 
 
 def check_document(
@@ -64,11 +66,13 @@ def check_document(
     *,
     project: Mapping[str, Any] | None = None,
     update_golden: bool = False,
+    project_dir: Path | None = None,
 ) -> list[ConfigError]:
     """Every cross-reference problem of a suite file whose data the models accept, sorted by position.
 
     ``suite_dir`` is the suite's folder (files are relative to it); ``project`` is the tamesu.yaml
-    mapping the suite is checked against, None when there is none.
+    mapping the suite is checked against, None when there is none; ``project_dir`` its folder (where
+    a relative ``local/PATH.gguf`` may also be).
     """
     ctx = _Ctx(doc, suite_dir, [])
     data: dict[str, Any] = doc.data
@@ -86,7 +90,12 @@ def check_document(
     )
     ctx.errors.extend(
         check_model_needs(
-            model_needs(data), suite=data, project=project, file=doc.file, positions=doc.positions
+            model_needs(data),
+            suite=data,
+            project=project,
+            file=doc.file,
+            positions=doc.positions,
+            base_dirs=[d for d in (suite_dir, project_dir) if d is not None],
         )
     )
     return sorted(ctx.errors, key=lambda e: (e.line or 0, e.column or 0, e.path))
@@ -352,16 +361,20 @@ def check_model_needs(
     project: Mapping[str, Any] | None,
     file: str = "<suite>",
     positions: Any = None,
+    base_dirs: Sequence[Path] = (),
 ) -> list[ConfigError]:
     """One error per part of a test that needs a model no configuration provides.
 
     Reads ``models:`` (tamesu.yaml, then the suite, key by key), tamesu.yaml ``providers:`` and the
-    environment's conventional keys. These errors are ``ModelUnavailable``: ``tamesu validate``
-    reports them, and ``tamesu run`` still runs the suite's other tests.
+    environment's conventional keys; a ``local/PATH.gguf`` needs its file (looked for in
+    ``base_dirs``, then the working directory) and llama-cpp-python. These errors are
+    ``ModelUnavailable``: ``tamesu validate`` reports them, and ``tamesu run`` still runs the suite's
+    other tests.
     """
     if not needs:
         return []
     from tamesu.errors import ModelUnavailable
+    from tamesu.models.local_gguf import gguf_problem, is_gguf_ref
     from tamesu.models.refs import custom_provider, missing_credentials, provider_infos
 
     models: dict[str, Any] = {**_mapping((project or {}).get("models")), **_mapping(suite.get("models"))}
@@ -384,6 +397,11 @@ def check_model_needs(
                 else (f"models.{need.role} or models.default" if need.role != "default" else "models.default")
             )
             problem = f"{need.why} needs a model: set {keys} in the suite or tamesu.yaml"
+        elif is_gguf_ref(str(ref)):
+            missing = gguf_problem(str(ref), base_dirs)
+            if missing is None:
+                continue
+            problem = f"{need.why} needs {ref}, which cannot run here: {missing}"
         elif str(ref).startswith("local/"):
             continue
         else:

@@ -80,7 +80,9 @@ def _validate(paths: list[Path | str]) -> FastResult:
             raise _Defer(file)
         suite_dir = file.resolve().parent
         found = project_at(suite_dir)
-        problems = check_document(doc, suite_dir, project=found[0] if found else None)
+        problems = check_document(
+            doc, suite_dir, project=found[0] if found else None, project_dir=found[1] if found else None
+        )
         if any(not isinstance(e, ModelUnavailable) for e in problems):
             raise _Defer(file)
         warnings.extend(problems)

@@ -13,12 +13,14 @@ import json
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, cast
 
 from tamesu.errors import ModelError
 from tamesu.models.cache import ResponseCache
+from tamesu.models.local_gguf import is_gguf_ref
 from tamesu.models.refs import ModelRef, ProviderSettings, parse_ref, provider_infos, resolve_settings
 from tamesu.models.usage import CallUsage, UsageLedger, price_usd
 
@@ -72,8 +74,10 @@ class RetryPolicy:
 
 
 def _retryable(exc: BaseException) -> bool:
-    from pydantic_ai import exceptions as ex
-
+    try:
+        from pydantic_ai import exceptions as ex
+    except ImportError:  # only local/*.gguf models in use
+        return isinstance(exc, (asyncio.TimeoutError, ConnectionError))
     if isinstance(exc, ex.ModelHTTPError):
         return exc.status_code in (408, 409, 429) or exc.status_code >= 500
     retryable = tuple(
@@ -168,6 +172,7 @@ class ModelRouter:
         timeout: float = 60.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         seed: int | None = None,
+        base_dirs: Sequence[str | Path] = (),
     ) -> None:
         self.models = models
         self.credentials = credentials or {}
@@ -179,6 +184,8 @@ class ModelRouter:
         self._sleep = sleep
         self._rng = random.Random(seed)
         self._models: dict[str, Any] = {}
+        self.base_dirs = [str(d) for d in base_dirs]
+        """Where a relative ``local/PATH.gguf`` is looked for (the suite's and project's folders)."""
         retry = getattr(models, "retry", None)
         self.retry = RetryPolicy()
         if retry is not None:
@@ -265,7 +272,9 @@ class ModelRouter:
     ) -> Completion:
         errors: list[str] = []
         if call == self._chat_call:
-            with contextlib.suppress(ImportError):  # loaded before the clock starts: latency is the call's own
+            with contextlib.suppress(
+                ImportError
+            ):  # loaded before the clock starts: latency is the call's own
                 import pydantic_ai.direct  # noqa: F401
 
         for ref_text in chain:
@@ -331,6 +340,10 @@ class ModelRouter:
         return self._models[key]
 
     async def _chat_call(self, ref: ModelRef, request: dict[str, Any]) -> dict[str, Any]:
+        if is_gguf_ref(ref):
+            from tamesu.models.local_chat import gguf_chat
+
+            return await gguf_chat(ref, request, base_dirs=self.base_dirs)
         from pydantic_ai.direct import model_request
         from pydantic_ai.messages import TextPart, ToolCallPart
         from pydantic_ai.models import ModelRequestParameters

@@ -24,16 +24,25 @@ class RouterFactory:
     secrets: dict[str, str] = field(default_factory=dict)
     cache_dir: str | None = None
     timeout: float = 60.0
+    base_dirs: list[str] = field(default_factory=list)
+    """Folders a relative ``local/PATH.gguf`` is looked in: the suites', then the project's."""
     _routers: dict[str, ModelRouter] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def for_project(
-        cls, project: Any, *, secrets: dict[str, str], cache_dir: str | None = None, timeout: float = 60.0
+        cls,
+        project: Any,
+        *,
+        secrets: dict[str, str],
+        cache_dir: str | None = None,
+        timeout: float = 60.0,
+        base_dirs: list[str] | None = None,
     ) -> RouterFactory:
         providers = {
             name: (p.base_url, p.api_key) for name, p in (getattr(project, "providers", None) or {}).items()
         }
-        return cls(providers=providers, secrets=dict(secrets), cache_dir=cache_dir, timeout=timeout)
+        return cls(providers=providers, secrets=dict(secrets), cache_dir=cache_dir, timeout=timeout,
+                   base_dirs=list(base_dirs or []))  # fmt: skip
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -70,6 +79,11 @@ class RouterFactory:
             }
             cache = ResponseCache(self.cache_dir) if self.cache_dir else None
             self._routers[key] = ModelRouter(
-                models, credentials=credentials, custom_providers=custom, cache=cache, timeout=self.timeout
+                models,
+                credentials=credentials,
+                custom_providers=custom,
+                cache=cache,
+                timeout=self.timeout,
+                base_dirs=self.base_dirs,
             )
         return self._routers[key]

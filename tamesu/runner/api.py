@@ -368,7 +368,8 @@ def _router_factory(
     if opts.cache:
         base = project_dir or Path.cwd()
         cache = str(base / ".tamesu-cache" / "models") if opts.cache is True else str(opts.cache)
-    return RouterFactory.for_project(project, secrets=secrets, cache_dir=cache)
+    base_dirs = [str(s.dir) for s in setups.values()] + ([str(project_dir)] if project_dir else [])
+    return RouterFactory.for_project(project, secrets=secrets, cache_dir=cache, base_dirs=base_dirs)
 
 
 @contextlib.contextmanager
