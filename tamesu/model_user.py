@@ -25,7 +25,10 @@ __all__ = ["STOP_SCHEMA", "TURN_SCHEMA", "ModelUser"]
 TURN_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "reasoning": {"type": "string", "description": "Why this message moves the goal forward (one sentence)."},
+        "reasoning": {
+            "type": "string",
+            "description": "Why this message moves the goal forward (one sentence).",
+        },
         "message": {"type": "string", "description": "Exactly what the user says next; empty when done."},
         "done": {"type": "boolean", "description": "True when the goal is met or clearly cannot be met."},
     },
@@ -105,7 +108,11 @@ class ModelUser:
         if self.scenario.stop_when and transcript.agent_turns() and await self._should_stop(transcript):
             return self._end("stop_when")
         answer = await self.router.complete(
-            "simulator", self._messages(transcript), output_schema=TURN_SCHEMA, seed=self.seed, ledger=self.ledger
+            "simulator",
+            self._messages(transcript),
+            output_schema=TURN_SCHEMA,
+            seed=self.seed,
+            ledger=self.ledger,
         )
         data = answer.data if isinstance(answer.data, dict) else {}
         message = str(data.get("message") or "").strip()
@@ -121,9 +128,13 @@ class ModelUser:
         """The conversation from the user's side: the agent's turns are the model's input."""
         messages = [ChatMessage("system", self.system)]
         for turn in transcript.turns:
-            messages.append(ChatMessage("assistant" if turn.role == "user" else "user", turn.text or "(silence)"))
+            messages.append(
+                ChatMessage("assistant" if turn.role == "user" else "user", turn.text or "(silence)")
+            )
         if len(messages) == 1 or messages[-1].role == "assistant":
-            messages.append(ChatMessage("user", "(The agent has not said anything yet. Start the conversation.)"))
+            messages.append(
+                ChatMessage("user", "(The agent has not said anything yet. Start the conversation.)")
+            )
         return messages
 
     async def _should_stop(self, transcript: Transcript) -> bool:
@@ -134,7 +145,11 @@ class ModelUser:
             f"Condition: {condition}\n\nConversation:\n" + "\n".join(lines)
         )
         answer = await self.router.complete(
-            "judge", [ChatMessage("user", prompt)], output_schema=STOP_SCHEMA, seed=self.seed, ledger=self.ledger
+            "judge",
+            [ChatMessage("user", prompt)],
+            output_schema=STOP_SCHEMA,
+            seed=self.seed,
+            ledger=self.ledger,
         )
         return bool(isinstance(answer.data, dict) and answer.data.get("stop"))
 

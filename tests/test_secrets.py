@@ -40,7 +40,9 @@ def test_errors_never_carry_values(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_ref_expands_vars_then_env(tmp_path: Path) -> None:
     (tmp_path / "prod.txt").write_text("p-secret")
-    store = SecretStore({"A": "file:${stage}.txt"}, redactor=Redactor(), base_dir=tmp_path, vars={"stage": "prod"})
+    store = SecretStore(
+        {"A": "file:${stage}.txt"}, redactor=Redactor(), base_dir=tmp_path, vars={"stage": "prod"}
+    )
     assert store.get("A") == "p-secret"
 
 

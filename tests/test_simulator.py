@@ -4,8 +4,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tamesu.actors.messages import FileRef, UserTurn
 
+from tamesu.actors.messages import FileRef, UserTurn
 from tamesu.config import Scenario, Suite
 from tamesu.errors import ConfigError, ModelError
 from tamesu.runner.plan import plan
@@ -233,6 +233,8 @@ def test_make_simulator_hands_goals_to_the_model_user() -> None:
     from tamesu.models import ModelRouter
 
     spec = _spec({"goal": "Ask about returns"})
-    router = ModelRouter(SimpleNamespace(default=None, simulator="openai/gpt-4.1-mini", fallback=None, retry=None))
+    router = ModelRouter(
+        SimpleNamespace(default=None, simulator="openai/gpt-4.1-mini", fallback=None, retry=None)
+    )
     user = make_simulator(spec, Scope(), router=router)
     assert isinstance(user, ModelUser) and user.router is router
