@@ -42,23 +42,23 @@ class _Msg(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
     """Seconds since the run started (the run's clock)."""
 
 
-class SessionStart(_Msg, tag="session_start"):
+class SessionStart(_Msg, tag="session_start", frozen=True):
     control: ClassVar[bool] = True
     run_id: str
     session: str = ""
 
 
-class SessionEnd(_Msg, tag="session_end"):
+class SessionEnd(_Msg, tag="session_end", frozen=True):
     control: ClassVar[bool] = True
     reason: str = "done"
     """done (the script or goal finished), agent (the agent ended it), max_turns, timeout, error."""
 
 
-class Interrupt(_Msg, tag="interrupt"):
+class Interrupt(_Msg, tag="interrupt", frozen=True):
     control: ClassVar[bool] = True
 
 
-class ErrorMsg(_Msg, tag="error"):
+class ErrorMsg(_Msg, tag="error", frozen=True):
     control: ClassVar[bool] = True
     message: str
     kind: str = "agent"
@@ -72,7 +72,7 @@ class FileRef(msgspec.Struct, frozen=True, kw_only=True):
     mime: str | None = None
 
 
-class UserTurn(_Msg, tag="user_turn"):
+class UserTurn(_Msg, tag="user_turn", frozen=True):
     text: str = ""
     data: dict[str, Any] | None = None
     files: list[FileRef] = msgspec.field(default_factory=list)
@@ -80,29 +80,29 @@ class UserTurn(_Msg, tag="user_turn"):
     reasoning: str | None = None
 
 
-class ToolCall(_Msg, tag="tool_call"):
+class ToolCall(_Msg, tag="tool_call", frozen=True):
     name: str
     args: dict[str, Any] = msgspec.field(default_factory=dict)
     id: str | None = None
 
 
-class ToolResult(_Msg, tag="tool_result"):
+class ToolResult(_Msg, tag="tool_result", frozen=True):
     name: str
     result: Any = None
     id: str | None = None
 
 
-class Handoff(_Msg, tag="handoff"):
+class Handoff(_Msg, tag="handoff", frozen=True):
     to: str | None = None
     summary: str | None = None
 
 
-class RawResponse(_Msg, tag="raw"):
+class RawResponse(_Msg, tag="raw", frozen=True):
     body: Any = None
     status: int | None = None
 
 
-class AgentPartial(_Msg, tag="agent_partial"):
+class AgentPartial(_Msg, tag="agent_partial", frozen=True):
     text: str
 
 
@@ -115,7 +115,7 @@ class AudioSpan(msgspec.Struct, frozen=True, kw_only=True):
     text: str | None = None
 
 
-class AgentTurn(_Msg, tag="agent_turn"):
+class AgentTurn(_Msg, tag="agent_turn", frozen=True):
     """The agent's whole turn; the last message a target emits for one user turn."""
 
     text: str = ""
@@ -131,31 +131,31 @@ class AgentTurn(_Msg, tag="agent_turn"):
     """Audio targets: the speech of both sides during this turn (VAD segments, with transcripts)."""
 
 
-class Dtmf(_Msg, tag="dtmf"):
+class Dtmf(_Msg, tag="dtmf", frozen=True):
     digits: str
     direction: Literal["sent", "received"] = "sent"
 
 
-class Event(_Msg, tag="event"):
+class Event(_Msg, tag="event", frozen=True):
     """Something a target observed that belongs in the transcript's events (a recording, a barge-in)."""
 
     name: str
     data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class MetricMsg(_Msg, tag="metric"):
+class MetricMsg(_Msg, tag="metric", frozen=True):
     name: str
     value: float
 
 
-class AudioFrame(_Msg, tag="audio_frame"):
+class AudioFrame(_Msg, tag="audio_frame", frozen=True):
     seq: int
     pcm: bytes
     sample_rate: int = 16000
     channel: Literal["caller", "agent"] = "caller"
 
 
-class AudioBatch(_Msg, tag="audio_batch"):
+class AudioBatch(_Msg, tag="audio_batch", frozen=True):
     frames: list[AudioFrame]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from tamesu.commands import EXIT_CONFIG, EXIT_OK, paint, print_config_errors
 
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         n = len(report.errors)
         print(paint(f"{n} error{'s' * (n != 1)} in {files} file{'s' * (files != 1)}", "red", color))
         return EXIT_CONFIG
-    return _ok(len(report.suites), report.tests, as_json=False, color=color)
+    return _ok(len(report.suites), report.tests, report.warnings, as_json=False, color=color)
 
 
 def _as_dict(error: object) -> dict[str, object]:
@@ -59,7 +60,7 @@ def _as_dict(error: object) -> dict[str, object]:
     return dict(out)
 
 
-def _ok(suites: int, tests: int, warnings: list[object], *, as_json: bool, color: bool) -> int:
+def _ok(suites: int, tests: int, warnings: Sequence[object], *, as_json: bool, color: bool) -> int:
     """Valid. Warnings name tests that need a model nothing configures: ``tamesu run`` reports them as
     errors without running them, and runs the rest."""
     if as_json:

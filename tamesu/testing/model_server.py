@@ -57,6 +57,11 @@ class _Rule:
     times: int | None
 
 
+def _regex_matcher(pattern_text: str) -> Matcher:
+    pattern = re.compile(pattern_text, re.I | re.S)
+    return lambda req: bool(pattern.search(_text_of(req)))
+
+
 def _text_of(request: dict[str, Any]) -> str:
     parts = []
     for m in request.get("messages", []):
@@ -89,18 +94,10 @@ class ModelServer:
         times: int | None = None,
     ) -> None:
         """Answer requests whose messages match ``match`` (a regex, or a predicate on the request)."""
-        if isinstance(match, str):
-            pattern = re.compile(match, re.I | re.S)
+        base: Matcher = _regex_matcher(match) if isinstance(match, str) else match
 
-            def matcher(req: dict[str, Any]) -> bool:
-                return bool(pattern.search(_text_of(req)))
-        else:
-            matcher = match
-        if model is not None:
-            inner = matcher
-
-            def matcher(req: dict[str, Any]) -> bool:
-                return req.get("model") == model and inner(req)
+        def matcher(req: dict[str, Any]) -> bool:
+            return (model is None or req.get("model") == model) and base(req)
 
         self._rules.append(_Rule(matcher, reply, times))
 
