@@ -380,3 +380,53 @@ async def open_session(ctx: TargetContext, config: RESTOpen, policy: ConnectPoli
         captured[name] = found[0]
         ctx.scope.set(f"session.{name}", found[0])
     return captured
+
+
+async def open_websocket(
+    ctx: TargetContext,
+    policy: ConnectPolicy,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    ping_interval: float | None = 20,
+    compression: str | None = "deflate",
+) -> Any:
+    """A websocket to ``url``: refusals, 5xx, 408 and 429 retried per ``connect:``; every failure a
+    redacted TargetError saying what happened."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidHandshake, InvalidStatus
+
+    timeout = ctx.turn_timeout
+
+    async def attempt() -> Any:
+        try:
+            return await connect(
+                url,
+                additional_headers=headers or None,
+                open_timeout=timeout,
+                proxy=None,
+                max_size=None,
+                close_timeout=2,
+                ping_interval=ping_interval,
+                compression=compression,
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            body = snippet(exc.response.body.decode("utf-8", "replace")) if exc.response.body else ""
+            if status >= 500 or status in (408, 429):
+                raise Retry(f"agent answered {status}", body) from None
+            raise TargetError(
+                ctx.redactor.redact(f"websocket handshake at {url} answered {status}: {body}").rstrip(": "),
+                retryable=False,
+            ) from None
+        except (OSError, InvalidHandshake) as exc:
+            if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
+                raise Retry(f"connection refused at {url}") from None
+            raise Retry(f"cannot open a websocket at {url}: {exc}") from None
+        except asyncio.TimeoutError:
+            raise TargetError(
+                ctx.redactor.redact(f"no websocket handshake within {fmt_seconds(timeout)} at {url}"),
+                retryable=True,
+            ) from None
+
+    return await retrying(ctx, policy, attempt)

@@ -20,7 +20,7 @@ from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.durations import parse_duration
 from tamesu.errors import TargetError
 from tamesu.jsonpath import find_in_message, truthy
-from tamesu.targets.connect import Retry, fmt_seconds, retrying, snippet
+from tamesu.targets.connect import fmt_seconds, open_websocket, snippet
 from tamesu.targets.rest_read import decode_text
 from tamesu.templates import render, render_text
 
@@ -113,45 +113,15 @@ class WsSession:
         return session
 
     async def _connect(self) -> None:
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import InvalidHandshake, InvalidStatus
-
         scope, timeout = self.ctx.scope, self.ctx.turn_timeout
         if not self.t.config.url:
             raise TargetError("a rest target needs url", retryable=False)
         self.url = ws_url(render_text(self.t.config.url, scope), socketio=self.socketio)
         headers = {k: render_text(v, scope) for k, v in (self.t.config.headers or {}).items()}
 
-        async def attempt() -> Any:
-            try:
-                return await connect(
-                    self.url,
-                    additional_headers=headers or None,
-                    open_timeout=timeout,
-                    proxy=None,
-                    max_size=None,
-                    close_timeout=2,
-                    ping_interval=None if self.socketio else 20,
-                )
-            except InvalidStatus as exc:
-                status = exc.response.status_code
-                body = snippet(exc.response.body.decode("utf-8", "replace")) if exc.response.body else ""
-                if status >= 500 or status in (408, 429):
-                    raise Retry(f"agent answered {status}", body) from None
-                raise TargetError(
-                    f"websocket handshake at {self.url} answered {status}: {body}".rstrip(": "),
-                    retryable=False,
-                ) from None
-            except (OSError, InvalidHandshake) as exc:
-                if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
-                    raise Retry(f"connection refused at {self.url}") from None
-                raise Retry(f"cannot open a websocket at {self.url}: {exc}") from None
-            except asyncio.TimeoutError:
-                raise TargetError(
-                    f"no websocket handshake within {fmt_seconds(timeout)} at {self.url}", retryable=True
-                ) from None
-
-        self.conn = await retrying(self.ctx, self.t.policy, attempt)
+        self.conn = await open_websocket(
+            self.ctx, self.t.policy, self.url, headers=headers, ping_interval=None if self.socketio else 20
+        )
         if self.socketio:
             self._sio_ready = asyncio.get_running_loop().create_future()
         self._reader = asyncio.create_task(self._read())

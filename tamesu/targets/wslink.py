@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import TargetError
-from tamesu.targets.connect import Retry, fmt_seconds, retrying, snippet
+from tamesu.targets.connect import open_websocket
 from tamesu.targets.rest_ws import Closed
 
 if TYPE_CHECKING:
@@ -56,46 +56,7 @@ class WsLink:
 
     async def open(self, policy: ConnectPolicy, headers: dict[str, str]) -> None:
         """Connect (with retries) and start reading."""
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import InvalidHandshake, InvalidStatus
-
-        timeout, url = self.ctx.turn_timeout, self.url
-
-        async def attempt() -> Any:
-            try:
-                return await connect(
-                    url,
-                    additional_headers=headers or None,
-                    open_timeout=timeout,
-                    proxy=None,
-                    max_size=None,
-                    close_timeout=2,
-                    ping_interval=20,
-                )
-            except InvalidStatus as exc:
-                status = exc.response.status_code
-                body = snippet(exc.response.body.decode("utf-8", "replace")) if exc.response.body else ""
-                if status >= 500 or status in (408, 429):
-                    raise Retry(f"agent answered {status}", body) from None
-                raise TargetError(
-                    self.ctx.redactor.redact(
-                        f"websocket handshake at {url} answered {status}: {body}"
-                    ).rstrip(": "),
-                    retryable=False,
-                ) from None
-            except (OSError, InvalidHandshake) as exc:
-                if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
-                    raise Retry(f"connection refused at {url}") from None
-                raise Retry(f"cannot open a websocket at {url}: {exc}") from None
-            except asyncio.TimeoutError:
-                raise TargetError(
-                    self.ctx.redactor.redact(
-                        f"no websocket handshake within {fmt_seconds(timeout)} at {url}"
-                    ),
-                    retryable=True,
-                ) from None
-
-        self.conn = await retrying(self.ctx, policy, attempt)
+        self.conn = await open_websocket(self.ctx, policy, self.url, headers=headers)
         self._reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:

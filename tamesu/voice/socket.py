@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import TargetError
-from tamesu.targets.connect import Retry, fmt_seconds, retrying, snippet
+from tamesu.targets.connect import open_websocket
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
@@ -59,42 +59,9 @@ class AudioSocket:
 
     async def connect(self) -> None:
         """Open the socket (retrying refusals and 5xx per ``connect:``) and start reading and writing."""
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import InvalidHandshake, InvalidStatus
-
-        timeout = self.ctx.turn_timeout
-
-        async def attempt() -> Any:
-            try:
-                return await connect(
-                    self.url,
-                    additional_headers=self.headers or None,
-                    open_timeout=timeout,
-                    proxy=None,
-                    max_size=None,
-                    close_timeout=2,
-                    ping_interval=20,
-                    compression=None,
-                )
-            except InvalidStatus as exc:
-                status = exc.response.status_code
-                body = snippet(exc.response.body.decode("utf-8", "replace")) if exc.response.body else ""
-                if status >= 500 or status in (408, 429):
-                    raise Retry(f"agent answered {status}", body) from None
-                raise TargetError(
-                    f"websocket handshake at {self.url} answered {status}: {body}".rstrip(": "),
-                    retryable=False,
-                ) from None
-            except (OSError, InvalidHandshake) as exc:
-                if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
-                    raise Retry(f"connection refused at {self.url}") from None
-                raise Retry(f"cannot open a websocket at {self.url}: {exc}") from None
-            except asyncio.TimeoutError:
-                raise TargetError(
-                    f"no websocket handshake within {fmt_seconds(timeout)} at {self.url}", retryable=True
-                ) from None
-
-        self.conn = await retrying(self.ctx, self.policy, attempt)
+        self.conn = await open_websocket(
+            self.ctx, self.policy, self.url, headers=self.headers, compression=None
+        )
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read()), loop.create_task(self._write())]
 
