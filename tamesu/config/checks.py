@@ -329,9 +329,7 @@ def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
             needs.append(ModelNeed(("tests", i, "scenario", "stop_when"), "judge", "a stop_when condition"))
         for j, cap in enumerate(test.get("capture") or []):
             if isinstance(cap, dict) and cap.get("extract"):
-                needs.append(
-                    ModelNeed(("tests", i, "capture", j, "extract"), "default", "an extract capture")
-                )
+                needs.append(ModelNeed(("tests", i, "capture", j, "extract"), "judge", "an extract capture"))
     targets = data.get("targets") if isinstance(data.get("targets"), dict) else {}
     for i, test in _tests(data):
         target = targets.get(test.get("target")) if isinstance(targets, dict) else None

@@ -139,3 +139,37 @@ async def test_budget_exhaustion_stops_new_runs_and_exits_4(
         assert result.exit_code == 4 and "max_cost_usd" in (result.budget_exceeded or "")
         assert len(server.requests) == 1, "no new run starts once the budget is spent"
         assert result.results[0].metrics["llm_cost_usd"] > 0.01
+
+
+EXTRACT_SUITE = """
+suite: extract
+models: { judge: scripted/judge }
+targets:
+  shop:
+    type: rest
+    url: "{url}/chat"
+    request: { body: { session_id: "{{session}}", message: "{{message}}" } }
+    response: { text: $.reply }
+tests:
+  - name: order number
+    target: shop
+    capture: [ { name: order, extract: "the order number the agent mentioned" } ]
+    scenario: { script: [ { say: "Where is ORD-1234?" }, { say: "Thanks, {{captured.order}} it is" } ] }
+    assert:
+      - captured: { name: order, equals: ORD-1234 }
+      - contains: "ORD-1234"
+"""
+
+
+async def test_extract_capture_is_copied_by_the_model_and_used_later(demo: str, tmp_path: Path) -> None:
+    async with serve_model_server() as server:
+        server.when("copy exactly", Reply(json={"found": True, "value": "ORD-1234"}))
+        (tmp_path / "tamesu.yaml").write_text(PROJECT.format(base_url=server.base_url))
+        suite = tmp_path / "extract.yaml"
+        suite.write_text(EXTRACT_SUITE.replace("{url}", demo))
+        result = await run_async([suite], output=tmp_path / "runs")
+        assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results]
+        transcript = json.loads(next(Path(result.run_dir, "transcripts").glob("*.json")).read_text())
+        assert transcript["captures"] == {"order": "ORD-1234"}
+        assert [t["text"] for t in transcript["turns"] if t["role"] == "user"][1] == "Thanks, ORD-1234 it is"
+        assert "Your order ORD-1234" in server.requests[0]["messages"][-1]["content"]
