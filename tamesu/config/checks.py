@@ -88,6 +88,7 @@ def check_document(
         secrets=set(_keys((project or {}).get("secrets"))) | set(_keys(data.get("secrets"))),
         case_vars=_case_vars(ctx, data, files_ok),
     )
+    _check_voice(ctx, data)
     ctx.errors.extend(
         check_model_needs(
             model_needs(data),
@@ -99,6 +100,45 @@ def check_document(
         )
     )
     return sorted(ctx.errors, key=lambda e: (e.line or 0, e.column or 0, e.path))
+
+
+_AUDIO_ONLY = {"voice", "twilio", "sip"}
+_AUDIO_MODE = {"realtime", "pipecat", "livekit"}
+
+
+class _Attrs:
+    """Attribute access over a suite's plain mapping (missing keys read as None), for checks the
+    voice package defines on the models' attribute names."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._data.get(name)
+        return _Attrs(value) if isinstance(value, Mapping) else value
+
+
+def _check_voice(ctx: _Ctx, data: dict[str, Any]) -> None:
+    """Audio tests: the STT can hear the language, the voice resolves, noise files exist, mode fits."""
+    targets = data.get("targets") if isinstance(data.get("targets"), dict) else {}
+    for i, test in _tests(data):
+        target = targets.get(test.get("target")) if isinstance(targets, dict) else None
+        if not isinstance(target, dict):
+            continue
+        kind = target.get("type")
+        mode = test.get("mode") or target.get("mode")
+        if kind not in _AUDIO_ONLY and not (kind in _AUDIO_MODE and mode == "audio"):
+            continue
+        from tamesu.voice.settings import check_voice_test
+
+        seen: set[str] = set()
+        for language in test.get("languages") or [None]:
+            for why in check_voice_test(
+                _Attrs(test), _Attrs(target), language=language, suite_dir=ctx.suite_dir
+            ):
+                if why not in seen:
+                    seen.add(why)
+                    ctx.error(why, ("tests", i))
 
 
 def _tests(data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:

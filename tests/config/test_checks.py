@@ -319,7 +319,7 @@ def test_model_needs_lists_what_needs_a_model_without_failing(tmp_path: Path) ->
     assert [(n.role, n.why) for n in needs] == [
         ("simulator", "a scenario goal"),
         ("judge", "a stop_when condition"),
-        ("default", "an extract capture"),
+        ("judge", "an extract capture"),
         ("judge", "a judge assertion"),
         ("embedder", "a similar_to assertion"),
         ("judge", "a golden assertion in judge mode"),
