@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tamesu.errors import TargetError
 from tamesu.registry import Registry
 
 if TYPE_CHECKING:
@@ -78,6 +79,10 @@ class TargetAdapter(ABC):
 
     async def stop(self) -> None:  # noqa: B027  (optional hook)
         """Close connections; must not raise."""
+
+    def redacted(self, exc: TargetError) -> TargetError:
+        """The same error with every secret value of the run masked in its message."""
+        return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
 
 
 targets: Registry[type[TargetAdapter]] = Registry("target type")

@@ -167,9 +167,6 @@ class PipecatTarget(TargetAdapter):
             await self.stop()
             raise
 
-    def redacted(self, exc: TargetError) -> TargetError:
-        return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
-
     async def _handshake(self) -> None:
         """RTVI client-ready; up to ``idle`` for bot-ready (a bot without RTVI is served without it)."""
         assert self.link is not None

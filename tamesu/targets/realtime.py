@@ -199,9 +199,6 @@ class RealtimeTarget(TargetAdapter):
             await self.stop()
             raise
 
-    def redacted(self, exc: TargetError) -> TargetError:
-        return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
-
     async def _setup(self) -> None:
         """session.created, then our session.update, then session.updated."""
         from tamesu.templates import render
