@@ -174,6 +174,8 @@ async def test_a_load_test_survives_a_worker_node_dying(
     assert proc.returncode == 0, text
     report = json.loads((calls.parent / "load-report.json").read_text())
     assert report["totals"]["outcomes"] == {"passed": 24}
-    assert report["faults"].get("worker", 0) >= 1, text
+    # Whether a call was in flight on the killed node is a race: a call that was is counted as a
+    # worker fault and retried (tests/actors covers that deterministically); none is lost either way.
+    assert set(report["faults"]) <= {"worker"}, text
     finals = [json.loads(line) for line in calls.read_text().splitlines() if json.loads(line)["final"]]
     assert sorted(s["index"] for s in finals) == list(range(24))
