@@ -438,18 +438,9 @@ class LoadDriver:
             await asyncio.sleep(self.health_interval)
 
     def _hook_args(self, setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str]) -> dict[str, Any]:
-        from tamesu.secrets import Redactor
+        from tamesu.runner.scheduler import hook_kwargs
 
-        scope = setup.scope or Scope()
-        if spec is not None:
-            scope = Scope({"vars": spec.vars, "session": env.get("TAMESU_SESSION", "")}, parent=scope)
-        return {
-            "scope": scope,
-            "env": env,
-            "suite_dir": setup.dir,
-            "http": self.http,
-            "redactor": self.redactor or Redactor(),
-        }
+        return hook_kwargs(setup, spec, env, http=self.http, redactor=self.redactor)
 
     async def _before_all(self) -> None:
         for path in {s.suite_path for s in self.specs}:

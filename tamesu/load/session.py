@@ -7,14 +7,11 @@ transcripts/) plus calls.jsonl, load.json (the checkpoint) and load-report.json.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import math
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -313,7 +310,9 @@ async def run_load(request: LoadRequest) -> LoadResult:
         stream.flush()
     view.start()
     try:
-        with _interrupt_on_sigint(driver):
+        from tamesu.runner.api import interrupt_on_signals
+
+        with interrupt_on_signals(driver, sigterm=True):
             outcome = await driver.run()
     finally:
         await view.stop()
@@ -352,35 +351,3 @@ def _describe(profile: LoadProfile) -> str:
         size.append(f"for {profile.duration}")
     extra = f", ramp-up {profile.ramp_up}" if profile.ramp_up else ""
     return f"{profile.shape}, {pace}, {' or '.join(size)}{extra}"
-
-
-@contextlib.contextmanager
-def _interrupt_on_sigint(driver: Any) -> Any:
-    """Ctrl-C (or SIGTERM, as a stopped Ray job gets) stops the arrivals and cancels the calls in
-    flight, which a resume redoes; a second Ctrl-C aborts."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    loop = asyncio.get_running_loop()
-    presses = 0
-
-    def on_sigint() -> None:
-        nonlocal presses
-        presses += 1
-        if presses > 1:
-            loop.remove_signal_handler(signal.SIGINT)
-            raise KeyboardInterrupt
-        driver.interrupt()
-
-    installed = []
-    for sig, handler in ((signal.SIGINT, on_sigint), (signal.SIGTERM, driver.interrupt)):
-        try:
-            loop.add_signal_handler(sig, handler)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-    try:
-        yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)

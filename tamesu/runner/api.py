@@ -346,7 +346,7 @@ async def _schedule(
         http=services.http,
         fail_fast=opts.fail_fast,
     )
-    with _interrupt_on_sigint(scheduler):
+    with interrupt_on_signals(scheduler):
         try:
             return await scheduler.run(todo)
         finally:
@@ -373,8 +373,9 @@ def _router_factory(
 
 
 @contextlib.contextmanager
-def _interrupt_on_sigint(scheduler: Scheduler) -> Any:
-    """Ctrl-C stops the scheduler cleanly (what finished stays written); a second one aborts."""
+def interrupt_on_signals(target: Any, *, sigterm: bool = False) -> Any:
+    """Ctrl-C calls ``target.interrupt()`` (what finished stays written); a second Ctrl-C aborts.
+    With ``sigterm`` a SIGTERM (what a stopped Ray job gets) interrupts too."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -387,17 +388,23 @@ def _interrupt_on_sigint(scheduler: Scheduler) -> Any:
         if presses > 1:
             loop.remove_signal_handler(signal.SIGINT)
             raise KeyboardInterrupt
-        scheduler.interrupt()
+        target.interrupt()
 
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (NotImplementedError, RuntimeError):
-        yield
-        return
+    handlers: list[tuple[signal.Signals, Any]] = [(signal.SIGINT, on_sigint)]
+    if sigterm:
+        handlers.append((signal.SIGTERM, target.interrupt))
+    installed = []
+    for sig, handler in handlers:
+        try:
+            loop.add_signal_handler(sig, handler)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
     try:
         yield
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for sig in installed:
+            loop.remove_signal_handler(sig)
 
 
 def _write_reports(

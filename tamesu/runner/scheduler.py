@@ -485,19 +485,7 @@ class Scheduler:
         self.reporter.run_finished(result)
 
     def _hook_args(self, setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str]) -> dict[str, Any]:
-        from tamesu.secrets import Redactor
-        from tamesu.templates import Scope
-
-        scope = setup.scope or Scope()
-        if spec is not None:
-            scope = Scope({"vars": spec.vars, "session": env.get("TAMESU_SESSION", "")}, parent=scope)
-        return {
-            "scope": scope,
-            "env": env,
-            "suite_dir": setup.dir,
-            "http": self.http,
-            "redactor": self.redactor or Redactor(),
-        }
+        return hook_kwargs(setup, spec, env, http=self.http, redactor=self.redactor)
 
     async def _before_all(self, spec: RunSpec, state: _SuiteState) -> str | None:
         """Run the suite's before_all once, before its first run; later runs wait for it."""
@@ -566,3 +554,22 @@ class _Ended:
 
 def _target_key(spec: RunSpec) -> tuple[str, str]:
     return (spec.suite_path, spec.target_name)
+
+
+def hook_kwargs(
+    setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str], *, http: Any, redactor: Redactor | None
+) -> dict[str, Any]:
+    """The keyword arguments of ``run_hooks`` for a suite's hooks (a run's vars and session when given)."""
+    from tamesu.secrets import Redactor
+    from tamesu.templates import Scope
+
+    scope = setup.scope or Scope()
+    if spec is not None:
+        scope = Scope({"vars": spec.vars, "session": env.get("TAMESU_SESSION", "")}, parent=scope)
+    return {
+        "scope": scope,
+        "env": env,
+        "suite_dir": setup.dir,
+        "http": http,
+        "redactor": redactor or Redactor(),
+    }
