@@ -94,8 +94,8 @@ class RunGraph:
             target=spec.target_name,
             started_at=float(getattr(self.clock, "started_wall", 0.0)),
         )
-        self.scope = Scope({"vars": dict(spec.vars)}, resolvers={"secrets": self._secret})
-        self._store: SecretStore | None = None
+        self._secrets = _Secrets(spec, services, self.secrets)
+        self.scope = Scope({"vars": dict(spec.vars)}, resolvers={"secrets": self._secrets})
         self._simulator = simulator
         self._opts: dict[str, Any] = {
             "maxsize": maxsize,
@@ -117,18 +117,6 @@ class RunGraph:
         self._error: ErrorMsg | None = None
         self._graded = False
         """The run ended and was graded: the transcript and its metrics change no more."""
-
-    def _secret(self, name: str) -> str:
-        if name in self.secrets:
-            return self.secrets[name]
-        if name in self.services.secrets:
-            return self.services.secrets[name]
-        if self._store is None:
-            spec = self.spec
-            self._store = SecretStore(
-                spec.secrets, redactor=self.services.redactor, base_dir=spec.suite_dir, vars=spec.vars
-            )
-        return self._store.get(name)
 
     async def run(self, *, timeout: float | None = None, sink: OutcomeSink | None = None) -> GraphOutcome:
         """Drive the run to its end (or to ``timeout`` seconds) and return its outcome."""
@@ -153,13 +141,25 @@ class RunGraph:
             self._metrics()
         error = self._error or self.recorder.error
         redactor = self.services.redactor
+        if self._graded and not redactor.found_in_json(self._encoded()):
+            # final and free of secrets: nothing will change it, so no copy is needed
+            transcript, results = self.transcript, list(self.results)
+        else:
+            transcript = _redacted_copy(self.transcript, Transcript, redactor)
+            results = [_redacted_copy(r, AssertionResult, redactor) for r in self.results]
         return GraphOutcome(
-            transcript=_redacted_copy(self.transcript, Transcript, redactor),
-            results=[_redacted_copy(r, AssertionResult, redactor) for r in self.results],
+            transcript=transcript,
+            results=results,
             error=None if error is None else redactor.redact(error.message),
             error_kind=None if error is None else error.kind,
             retryable=False if error is None else error.retryable,
         )
+
+    def _encoded(self) -> bytes:
+        """The transcript and results as JSON text, to look for secrets in (none: nothing to do)."""
+        if not self.services.redactor:
+            return b""
+        return msgspec.json.encode((self.transcript, self.results), enc_hook=str)
 
     def _fail(self, message: str, kind: str, retryable: bool) -> None:
         self._graded = False
@@ -276,6 +276,10 @@ class RunGraph:
                 await self._converse(tasks)
         finally:
             await _shutdown(tasks, begun)
+            for actor in actors:
+                # the actors form a ring (simulator -> target -> recorder -> simulator): unlinked,
+                # a finished run is freed at once rather than left to the cycle collector
+                actor.outputs.clear()
         if self._error is not None or self.recorder.error is not None:
             return
         self._metrics()
@@ -394,6 +398,31 @@ async def run_graph(
     """Run one spec to its outcome (see the module docstring for timeouts and cancellation)."""
     graph = RunGraph(spec, services, secrets=secrets, encode_boundary=encode_boundary)
     return await graph.run(timeout=timeout, sink=sink)
+
+
+class _Secrets:
+    """The ``secrets.NAME`` resolver of a run's scope: the run's own values, the services',
+    then the suite's refs resolved on first use."""
+
+    __slots__ = ("services", "spec", "store", "values")
+
+    def __init__(self, spec: RunSpec, services: RunServices, values: dict[str, str]) -> None:
+        self.spec = spec
+        self.services = services
+        self.values = values
+        self.store: SecretStore | None = None
+
+    def __call__(self, name: str) -> str:
+        if name in self.values:
+            return self.values[name]
+        if name in self.services.secrets:
+            return self.services.secrets[name]
+        if self.store is None:
+            spec = self.spec
+            self.store = SecretStore(
+                spec.secrets, redactor=self.services.redactor, base_dir=spec.suite_dir, vars=spec.vars
+            )
+        return self.store.get(name)
 
 
 class _ConfigProblem(Exception):

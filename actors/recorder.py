@@ -99,19 +99,6 @@ class Recorder(Actor):
         self.router: Any = None
         """The run's model router, set by the graph; ``extract`` captures need it."""
         self.ledger: Any = None
-        self._handlers: dict[type, Callable[[Any], Any]] = {
-            SessionStart: self._session_start,
-            UserTurn: self._user_turn,
-            AgentPartial: self._partial,
-            ToolCall: self._tool_call,
-            ToolResult: self._tool_result,
-            RawResponse: self._raw_response,
-            Handoff: self._handoff,
-            Dtmf: self._dtmf,
-            MetricMsg: self._metric,
-            Interrupt: self._interrupt,
-            Event: self._event,
-        }
 
     def now(self) -> float:
         return self.clock.now()
@@ -122,9 +109,9 @@ class Recorder(Actor):
             await self._extract(self.transcript.turns[-1])
             await self.send(msg)
             return
-        handler = self._handlers.get(type(msg))
+        handler = _HANDLERS.get(type(msg))
         if handler is not None:
-            handler(msg)
+            handler(self, msg)
 
     async def on_end(self, msg: SessionEnd | ErrorMsg) -> None:
         if isinstance(msg, ErrorMsg):
@@ -335,3 +322,20 @@ class Recorder(Actor):
             return
         if found is not None:
             self.transcript.handoff = HandoffInfo(turn=turn.index, to=found.to, summary=found.summary)
+
+
+_HANDLERS: dict[type, Callable[[Recorder, Any], None]] = {
+    SessionStart: Recorder._session_start,
+    UserTurn: Recorder._user_turn,
+    AgentPartial: Recorder._partial,
+    ToolCall: Recorder._tool_call,
+    ToolResult: Recorder._tool_result,
+    RawResponse: Recorder._raw_response,
+    Handoff: Recorder._handoff,
+    Dtmf: Recorder._dtmf,
+    MetricMsg: Recorder._metric,
+    Interrupt: Recorder._interrupt,
+    Event: Recorder._event,
+}
+"""What the recorder does with each data message other than an AgentTurn (a table of the class's
+functions, not of bound methods: those would tie every recorder into a reference cycle)."""

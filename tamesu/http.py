@@ -135,7 +135,7 @@ class FastLane:
         if not isinstance(session, _SESSION[0]):
             transport.client = session = transport.get_client()
         try:
-            return await session.request(
+            response = await session.request(
                 method,
                 url,
                 headers=headers,
@@ -149,6 +149,19 @@ class FastLane:
             if mapped is None:
                 raise
             raise mapped from exc
+        if "Set-Cookie" in response.headers:
+            self._keep_cookies(method, url, response.status, response.headers.getall("Set-Cookie"))
+        return response
+
+    def _keep_cookies(self, method: str, url: str, status: int, cookies: list[str]) -> None:
+        """Cookies an answer sets go to the httpx client's jar, as httpx would keep them: the lane
+        then steps aside and the next request goes through httpx, which sends them back."""
+        import httpx
+
+        answer = httpx.Response(
+            status, headers=[("set-cookie", c) for c in cookies], request=httpx.Request(method, url)
+        )
+        self.client.cookies.extract_cookies(answer)
 
     @staticmethod
     async def read(response: Any) -> bytes:

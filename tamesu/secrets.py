@@ -65,6 +65,10 @@ def _exec(command: str, base: Path) -> str:
     return lines[0].strip()
 
 
+_JSON_ESCAPED = frozenset('"\\' + "".join(map(chr, range(32))) + "\x7f")
+"""Characters a JSON encoder may write otherwise than as themselves."""
+
+
 class Redactor:
     """Replaces every registered secret value with ``***`` in text and in nested data."""
 
@@ -74,6 +78,8 @@ class Redactor:
     def __init__(self) -> None:
         self._values: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._escaped = False
+        """Some value has a character JSON escapes (then ``found_in_json`` cannot rule it out)."""
         self._lock = threading.Lock()
 
     def add(self, value: str) -> None:
@@ -84,6 +90,7 @@ class Redactor:
             self._values.add(value)
             ordered = sorted(self._values, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+            self._escaped = self._escaped or any(c in _JSON_ESCAPED for c in value)
 
     def __bool__(self) -> bool:
         return bool(self._values)
@@ -92,6 +99,19 @@ class Redactor:
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(REDACTED, text)
+
+    def found_in_json(self, data: bytes) -> bool:
+        """Whether a secret value may occur in this JSON text (the encoding of some data).
+
+        A value that JSON writes unchanged is searched for as it is; one with characters JSON
+        escapes (quotes, backslashes, control characters) always answers True, so a False is
+        certain and the data needs no redacting.
+        """
+        if self._pattern is None:
+            return False
+        if self._escaped:
+            return True
+        return self._pattern.search(data.decode("utf-8", "replace")) is not None
 
     def redact_obj(self, obj: Any) -> Any:
         """Redact strings inside dicts, lists and tuples (keys too)."""

@@ -133,3 +133,32 @@ def test_charset_of_falls_back_to_utf8() -> None:
     ):
         response = httpx.Response(200, headers={"content-type": content_type}, content=b"x")
         assert codecs.lookup(charset_of(content_type)) == codecs.lookup(response.encoding or "utf-8")
+
+
+async def test_a_cookie_set_on_the_fast_lane_is_kept_and_sent_back() -> None:
+    seen: list[str | None] = []
+
+    async def login(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Cookie"))
+        response = web.json_response({"reply": "hi"})
+        response.set_cookie("sid", "abc123")
+        return response
+
+    app = web.Application()
+    app.router.add_post("/chat", login)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/chat"
+    client = make_client()
+    try:
+        lane = fast_lane(client)
+        assert lane is not None
+        await lane.read(await lane.send("POST", url, lane.merged_headers({}, json_body=True), b"{}"))
+        assert client.cookies.get("sid") == "abc123"
+        assert fast_lane(client) is None, "with a cookie to send back, requests go through httpx"
+        await client.post(url, json={})
+    finally:
+        await client.aclose()
+        await runner.cleanup()
+    assert seen == [None, "sid=abc123"]

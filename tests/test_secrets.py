@@ -61,3 +61,16 @@ def test_redactor_nested_longest_first_and_short_values_ignored() -> None:
     red.add("secret-long")
     assert red.redact("secret-long secret abc") == "*** *** abc"
     assert red.redact_obj({"h": ["Bearer secret"], "secret": 1}) == {"h": ["Bearer ***"], "***": 1}
+
+
+def test_found_in_json_rules_out_only_what_it_can_see() -> None:
+    import msgspec
+
+    redactor = Redactor()
+    assert not redactor.found_in_json(b'{"a": "anything"}'), "no secrets: nothing to find"
+    redactor.add("sk-live-0123456789")
+    assert redactor.found_in_json(msgspec.json.encode({"turns": ["key sk-live-0123456789 here"]}))
+    assert redactor.found_in_json(msgspec.json.encode({"sk-live-0123456789": 1})), "keys count too"
+    assert not redactor.found_in_json(msgspec.json.encode({"turns": ["sk-live-01234"]}))
+    redactor.add('pa"ss\\word')
+    assert redactor.found_in_json(b"{}"), "a value JSON escapes cannot be ruled out by a text search"

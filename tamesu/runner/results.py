@@ -68,7 +68,7 @@ def safe_name(text: str, *, key: str | None = None, limit: int = 60) -> str:
 
 def redact_result(result: RunResult, redactor: Redactor | None) -> RunResult:
     """The result with every secret value replaced, in messages, expected/actual and error text."""
-    if not redactor:
+    if not redactor or not redactor.found_in_json(msgspec.json.encode(result)):
         return result
     data = redactor.redact_obj(msgspec.to_builtins(result))
     return msgspec.convert(data, RunResult)
@@ -141,10 +141,9 @@ class ResultsStore:
         if result.attempt > 1:
             name += f".{result.attempt}"
         rel = f"transcripts/{name}.json"
-        if redactor:
+        data = msgspec.json.encode(transcript)
+        if redactor and redactor.found_in_json(data):
             data = msgspec.json.encode(redactor.redact_obj(msgspec.to_builtins(transcript)))
-        else:
-            data = msgspec.json.encode(transcript)
         fd = os.open(self.dir / rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(data)
@@ -215,6 +214,10 @@ class ResultWriter:
 
     async def write(self, result: RunResult, transcript: Transcript | None) -> None:
         """Write the transcript (setting ``result.transcript_file``) and append the result durably."""
+        await self.submit(result, transcript)
+
+    def submit(self, result: RunResult, transcript: Transcript | None) -> asyncio.Future[None]:
+        """What ``write`` does, without waiting: the future is done once the result is durable."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         with self._wake:
@@ -225,7 +228,7 @@ class ResultWriter:
                 self._thread = threading.Thread(target=self._work, name="tamesu-results", daemon=True)
                 self._thread.start()
             self._wake.notify()
-        await done
+        return done
 
     def close(self) -> None:
         """No more writes; the thread finishes what is queued and ends."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import random
 import time
@@ -219,6 +218,10 @@ class Scheduler:
         self._stop = False
         self._failed = False
         self._writer: ResultWriter | None = None
+        self._writing: set[asyncio.Future[None]] = set()
+        """Attempts handed to the writer and not yet durable."""
+        self._room = asyncio.Event()
+        self._write_error: BaseException | None = None
 
     def interrupt(self) -> None:
         """Stop now: start nothing more and cancel the runs in flight (they are not recorded)."""
@@ -263,9 +266,13 @@ class Scheduler:
             if self._running:
                 await asyncio.gather(*self._running, return_exceptions=True)
             await self._teardown_all()
+            if self._writing:
+                await asyncio.wait(set(self._writing))
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
+        if self._write_error is not None:
+            raise self._write_error
         reason = self._over_budget()
         if reason:
             self.reporter.note(f"budget exceeded: {reason}; no new runs were started")
@@ -332,7 +339,7 @@ class Scheduler:
         self.reporter.run_started(spec)
         setup = self.suites.get(spec.suite_path)
         session = self._session(spec, setup)
-        spec = dataclasses.replace(spec, extra={**spec.extra, "session": session, "attempt": attempt})
+        spec = spec.with_extra(session=session, attempt=attempt)
         wall = time.time()
         started = time.monotonic()
         env = hook_env(suite=spec.suite, test=spec.test_id, session=session, run_id=spec.run_id)
@@ -474,13 +481,38 @@ class Scheduler:
         )
 
     async def _record(self, result: RunResult, transcript: Transcript | None) -> None:
-        """Redact, then write the transcript and append the result from the writer thread (fsync);
-        the result counts (and is reported) once it is durable."""
+        """Redact, then hand the transcript and the result to the writer thread (transcript file,
+        results.jsonl, fsync); the result counts (and is reported) once it is durable.
+
+        The run does not wait for the disk: its slot goes to the next run while the writer works,
+        so a slow filesystem delays when results count, not the conversations. At most
+        ``MAX_UNWRITTEN`` attempts wait to be written; beyond that a finishing run waits for room.
+        """
         result = redact_result(result, self.redactor)
-        if self.store is not None:
-            if self._writer is None:
-                self._writer = ResultWriter(self.store, self.redactor)
-            await self._writer.write(result, transcript)
+        if self.store is None:
+            self._counted(result)
+            return
+        while len(self._writing) >= MAX_UNWRITTEN:
+            self._room.clear()
+            await self._room.wait()
+        if self._writer is None:
+            self._writer = ResultWriter(self.store, self.redactor)
+        written = self._writer.submit(result, transcript)
+        self._writing.add(written)
+        written.add_done_callback(lambda done: self._written(done, result))
+
+    def _written(self, done: asyncio.Future[None], result: RunResult) -> None:
+        self._writing.discard(done)
+        self._room.set()
+        if done.cancelled() or done.exception() is not None:
+            # the disk failed us: start nothing more, and say so when the runs in flight end
+            if self._write_error is None:
+                self._write_error = done.exception() if not done.cancelled() else asyncio.CancelledError()
+            self._stop = True
+            return
+        self._counted(result)
+
+    def _counted(self, result: RunResult) -> None:
         self._results.append(result)
         self.reporter.run_finished(result)
 
@@ -522,6 +554,10 @@ class Scheduler:
             await asyncio.gather(*list(self._teardowns), return_exceptions=True)
         for path in list(self._states):
             await self._teardown(path)
+
+
+MAX_UNWRITTEN = 256
+"""Finished attempts that may wait for the writer at once (each holds its transcript)."""
 
 
 class _Ended:

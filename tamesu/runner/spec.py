@@ -64,6 +64,14 @@ class RunSpec:
     counterpart_target: Target | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def with_extra(self, **extra: Any) -> RunSpec:
+        """A copy whose ``extra`` has these keys too (a shallow copy: ``dataclasses.replace``
+        re-runs ``__init__`` over every field, which showed on the per-run path)."""
+        copy = object.__new__(RunSpec)
+        copy.__dict__.update(self.__dict__)
+        copy.extra = {**self.extra, **extra}
+        return copy
+
 
 class RunResult(msgspec.Struct, kw_only=True):
     run_id: str

@@ -72,6 +72,32 @@ async def test_a_scripted_user_talks_until_the_script_is_done(services: RunServi
     assert t.metrics
 
 
+async def test_a_finished_run_is_freed_without_the_cycle_collector(services: RunServices) -> None:
+    import gc
+    import weakref
+
+    graph = RunGraph(make_spec(say=["hi", "where is my order"]), services)
+    out = await graph.run()
+    assert out.error is None and len(out.transcript.turns) == 4
+    refs = [weakref.ref(graph), weakref.ref(graph.recorder), weakref.ref(graph.scope)]
+    gc.disable()
+    try:
+        del graph
+        assert [ref() for ref in refs] == [None, None, None], "no reference cycle keeps a run alive"
+    finally:
+        gc.enable()
+
+
+async def test_a_secret_the_agent_echoes_is_redacted_in_the_final_outcome(services: RunServices) -> None:
+    services.redactor.add("sk-live-0123456789")
+    out = await run_graph(make_spec(say=["my key is sk-live-0123456789", "thanks"]), services)
+    assert out.error is None
+    dumped = out.transcript.to_json().decode()
+    assert "sk-live-0123456789" not in dumped and "my key is ***" in dumped
+    clean = await run_graph(make_spec(say=["hello"]), services)
+    assert [t.text for t in clean.transcript.turns] == ["hello", "You said: hello"]
+
+
 async def test_the_agent_ending_the_session_stops_the_script(services: RunServices) -> None:
     out = await run_graph(make_spec(say=["hi", "bye now", "are you there?"]), services)
     assert out.transcript.end_reason == "agent"

@@ -428,6 +428,64 @@ async def test_results_are_appended_while_other_runs_are_still_going(tmp_path: P
 
 
 @pytest.mark.unit
+async def test_a_stalled_disk_holds_no_run_slot_and_nothing_counts_before_it_is_durable(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    disk = threading.Event()
+
+    class StalledStore(ResultsStore):
+        def write_transcript(self, result: Any, transcript: Any, redactor: Any) -> str:
+            disk.wait(WAIT)
+            return super().write_transcript(result, transcript, redactor)
+
+    store = StalledStore(ResultsStore.create(tmp_path, suites=["s"], settings={}).dir)
+    last_ran = asyncio.Event()
+
+    def behave(spec: RunSpec, n: int) -> GraphOutcome:
+        if spec.run_id == "t3":
+            last_ran.set()
+        return Outcome(transcript(spec.run_id, "hi", "ok"), [passed()])
+
+    placement = ScriptedPlacement(behave)
+    events = Events()
+    task = asyncio.create_task(
+        Scheduler(placement, concurrency=1, store=store, reporter=events).run(
+            [make_spec(f"t{i}") for i in range(4)]
+        )
+    )
+    # with concurrency 1, every run goes ahead while the disk stalls on the first transcript
+    await asyncio.wait_for(last_ran.wait(), WAIT)
+    assert events.log == ["started 4"], "no result counts before it is on disk"
+    assert (store.dir / "results.jsonl").read_text() == ""
+    disk.set()
+    out = await asyncio.wait_for(task, WAIT)
+    assert [r.run_id for r in out.results] == ["t0", "t1", "t2", "t3"]
+    lines = (store.dir / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["run_id"] for line in lines) == ["t0", "t1", "t2", "t3"]
+    assert len(list((store.dir / "transcripts").iterdir())) == 4
+
+
+@pytest.mark.unit
+async def test_a_failing_disk_stops_the_invocation_with_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler_module, "MAX_UNWRITTEN", 1)
+
+    class FullStore(ResultsStore):
+        def append_many(self, results: Any) -> None:
+            raise OSError(28, "No space left on device")
+
+    store = FullStore(ResultsStore.create(tmp_path, suites=["s"], settings={}).dir)
+    placement = ScriptedPlacement()
+    with pytest.raises(OSError, match="No space left"):
+        await schedule(placement, [make_spec(f"t{i}") for i in range(50)], concurrency=1, store=store)
+    # t1 ran while t0 was being written and then waited for the writer, which failed: nothing more
+    assert [spec.run_id for spec in placement.calls] == ["t0", "t1"]
+
+
+@pytest.mark.unit
 async def test_budget_stops_new_runs_and_lets_in_flight_ones_finish() -> None:
     def behave(spec: RunSpec, n: int) -> Outcome:
         t = transcript(spec.run_id)
