@@ -10,10 +10,18 @@ not the client's). Three clients run the same 1000 scripted conversations of thr
 - ``tamesu``: ``tamesu.runner.api.run_async`` (plan, scheduler, local placement, run graph,
   assertions, results store: a transcript file per run, results fsync'd in batches as runs
   finish); ``store_cpu_ms_per_turn`` is the results writer's share of its CPU time;
+- ``tamesu (local, run dir on tmpfs)``: the same with the run directory in /dev/shm, to tell the
+  client's own cost from the disk's (tmpfs makes fsync free: this row is not the durable one);
 - ``tamesu_ray``: the same on an embedded local Ray, unless ``--no-ray`` (its CPU figure is
   the driver's alone: the conversations run in the Ray workers' processes).
 
-CPU time per turn (``time.process_time``, every thread of the client) is the stable figure on a
+The clients take turns for ``--rounds`` rounds (a neighbour's burst of work then hits each alike)
+and each row is its median round. Run directories are kept until the end: deleting thousands of
+transcripts between measurements makes the next one pay for the filesystem's discards. Each round
+also measures what creating a small file costs in the run directory (on a fresh cloud disk a new
+file may cost 30 times the usual, and tamesu writes one transcript file per run).
+
+CPU time per turn (``time.process_time``, every thread of the client) is the steadier figure on a
 shared machine; the rate goal follows from it.
 
 Figures go to stdout and to benchmarks/results/conversations.json. ``--profile`` runs the tamesu
@@ -24,9 +32,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,9 +144,14 @@ async def worker_warmup(session: Any, url: str) -> None:
         await resp.read()
 
 
-async def with_tamesu(url: str, conversations: int, concurrency: int, *, ray: bool) -> dict[str, float]:
+async def with_tamesu(
+    url: str, conversations: int, concurrency: int, *, ray: bool, where: Path | None = None
+) -> dict[str, float]:
     """``tamesu.run`` on a suite of one test repeated ``conversations`` times; timed from the first
-    run started to the last run recorded (loading, Ray start-up and reports are left out)."""
+    run started to the last run recorded (loading, Ray start-up and reports are left out).
+
+    The run directory goes under ``where`` (kept: deleting thousands of files makes the next
+    measurement pay for the filesystem's discards), else a temporary directory."""
     from tamesu.runner.api import run_async
     from tamesu.runner.scheduler import Reporter
 
@@ -159,7 +174,11 @@ async def with_tamesu(url: str, conversations: int, concurrency: int, *, ray: bo
     from tamesu.runner.results import ResultWriter
 
     store_cpu = ResultWriter.cpu_seconds
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        if where is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        else:
+            tmp = tempfile.mkdtemp(dir=where)
         suite = Path(tmp) / "bench.yaml"
         suite.write_text(SUITE.format(url=url, t1=TURNS[0], t2=TURNS[1], t3=TURNS[2]))
         clock = Clock()
@@ -205,6 +224,25 @@ def figures(
     return out
 
 
+def new_file_ms(directory: Path, files: int = 300) -> float:
+    """What creating one small file costs in ``directory`` now (wall ms): tamesu writes one
+    transcript per run, and on a fresh cloud disk a new file can cost far more than usual."""
+    probe = Path(tempfile.mkdtemp(dir=directory))
+    data = b"x" * 2048
+    start = time.perf_counter()
+    for i in range(files):
+        fd = os.open(probe / f"t{i}.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data)
+        os.close(fd)
+    return (time.perf_counter() - start) * 1000 / files
+
+
+def median_of(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """The round with the median wall time (its CPU figures stay its own)."""
+    ordered = sorted(rounds, key=lambda r: r["seconds"])
+    return ordered[len(ordered) // 2]
+
+
 def profile(url: str, conversations: int, concurrency: int, top: int = 30) -> None:
     import cProfile
     import pstats
@@ -223,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3, help="measurements of each client, alternated")
+    parser.add_argument(
+        "--runs-dir", type=Path, default=HERE, help="where run directories go (default: beside this script)"
+    )
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray measurement")
     parser.add_argument("--profile", action="store_true", help="profile the tamesu client with cProfile")
     parser.add_argument("--serve-agent", action="store_true", help=argparse.SUPPRESS)
@@ -233,20 +275,43 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     agent, url = start_agent()
+    disk = Path(tempfile.mkdtemp(prefix="tamesu-bench-", dir=args.runs_dir))
+    shm = Path("/dev/shm")
+    tmpfs = Path(tempfile.mkdtemp(prefix="tamesu-bench-", dir=shm)) if shm.is_dir() else None
     try:
         n, c = args.conversations, args.concurrency
-        base = asyncio.run(bare(url, n, c))
+        # rounds alternate the clients, so a neighbour's burst of work hits each of them alike
+        measured: dict[str, list[dict[str, float]]] = {"bare": [], "disk": [], "tmpfs": []}
+        fs_ms: list[float] = []
+        for _ in range(args.rounds):
+            measured["bare"].append(asyncio.run(bare(url, n, c)))
+            fs_ms.append(new_file_ms(disk))
+            measured["disk"].append(asyncio.run(with_tamesu(url, n, c, ray=False, where=disk)))
+            if tmpfs is not None:
+                measured["tmpfs"].append(asyncio.run(with_tamesu(url, n, c, ray=False, where=tmpfs)))
+        base = median_of(measured["bare"])
         rows = [figures("bare aiohttp", base, n, None)]
-        rows.append(figures("tamesu (local)", asyncio.run(with_tamesu(url, n, c, ray=False)), n, base))
+        rows.append(figures("tamesu (local)", median_of(measured["disk"]), n, base))
+        if measured["tmpfs"]:
+            rows.append(figures("tamesu (local, run dir on tmpfs)", median_of(measured["tmpfs"]), n, base))
+        ratios = {
+            name: [round(b["seconds"] / t["seconds"], 3) for b, t in zip(measured["bare"], rounds)]
+            for name, rounds in (("local", measured["disk"]), ("tmpfs", measured["tmpfs"]))
+            if rounds
+        }
         if not args.no_ray:
             try:
-                rows.append(figures("tamesu (ray)", asyncio.run(with_tamesu(url, n, c, ray=True)), n, base))
+                ray_run = asyncio.run(with_tamesu(url, n, c, ray=True, where=disk))
+                rows.append(figures("tamesu (ray)", ray_run, n, base))
             except ImportError as exc:
                 print(f"ray skipped: {exc}", file=sys.stderr)
         report = {
             "conversations": n,
             "turns_per_conversation": len(TURNS),
             "concurrency": c,
+            "rounds": args.rounds,
+            "rate_vs_bare_by_round": ratios,
+            "new_file_ms_in_run_dir_by_round": [round(ms, 3) for ms in fs_ms],
             "cpus": os.cpu_count(),
             "load_average_1m": round(os.getloadavg()[0], 2),
             "python": platform.python_version(),
@@ -262,13 +327,18 @@ def main(argv: list[str] | None = None) -> int:
                 if "rate_vs_bare" in row
                 else ""
             )
-            print(f"  {row['client']:<16} {row['conversations_per_s']:>8.1f} conversations/s{extra}")
+            print(f"  {row['client']:<32} {row['conversations_per_s']:>8.1f} conversations/s{extra}")
+        print(f"  rate vs bare by round: {ratios}")
+        print(f"  a new small file in the run directory: {[round(ms, 3) for ms in fs_ms]} ms")
         print(f"written to {args.output}")
         if args.profile:
             profile(url, n, c)
     finally:
         agent.terminate()
         agent.wait()
+        for path in (disk, tmpfs):
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
     return 0
 
 

@@ -18,11 +18,14 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from http.cookiejar import CookieJar
+
     import aiohttp
     import httpx
 
 __all__ = [
     "FastLane",
+    "RunCookies",
     "charset_of",
     "describe_http_error",
     "fast_lane",
@@ -66,9 +69,56 @@ def make_client(
         transport=transport,
         timeout=httpx.Timeout(timeout),
         headers=headers,
+        cookies=_keeps_nothing(),
         follow_redirects=False,
         trust_env=False,
     )
+
+
+def _keeps_nothing() -> CookieJar:
+    """The shared client's jar, which keeps no cookie: the client serves every run at once, and one
+    conversation's session cookie must never reach another's (each run keeps its own: RunCookies)."""
+    from http.cookiejar import CookieJar, DefaultCookiePolicy
+
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+
+
+class RunCookies:
+    """The cookies one run's agent set, sent back on that run's later requests, as a browser would
+    send them (domain, path, expiry and ``Secure`` respected: the standard library's cookie jar)."""
+
+    __slots__ = ("_jar",)
+
+    def __init__(self) -> None:
+        self._jar: CookieJar | None = None
+
+    def header(self, url: str) -> str | None:
+        """The ``Cookie`` header for a request to ``url`` (None: no cookie applies)."""
+        if not self._jar:
+            return None
+        import httpx
+
+        request = httpx.Request("GET", url)
+        httpx.Cookies(self._jar).set_cookie_header(request)
+        return request.headers.get("cookie")
+
+    def keep(self, method: str, url: str, status: int, set_cookie: list[str]) -> None:
+        """Keep what the ``Set-Cookie`` headers of an answer to ``method url`` say."""
+        if not set_cookie:
+            return
+        import httpx
+
+        if self._jar is None:
+            from http.cookiejar import CookieJar
+
+            self._jar = CookieJar()
+        answer = httpx.Response(
+            status, headers=[("set-cookie", v) for v in set_cookie], request=httpx.Request(method, url)
+        )
+        httpx.Cookies(self._jar).extract_cookies(answer)
+
+    def __len__(self) -> int:
+        return len(self._jar) if self._jar is not None else 0
 
 
 @lru_cache(maxsize=256)
@@ -149,19 +199,7 @@ class FastLane:
             if mapped is None:
                 raise
             raise mapped from exc
-        if "Set-Cookie" in response.headers:
-            self._keep_cookies(method, url, response.status, response.headers.getall("Set-Cookie"))
         return response
-
-    def _keep_cookies(self, method: str, url: str, status: int, cookies: list[str]) -> None:
-        """Cookies an answer sets go to the httpx client's jar, as httpx would keep them: the lane
-        then steps aside and the next request goes through httpx, which sends them back."""
-        import httpx
-
-        answer = httpx.Response(
-            status, headers=[("set-cookie", c) for c in cookies], request=httpx.Request(method, url)
-        )
-        self.client.cookies.extract_cookies(answer)
 
     @staticmethod
     async def read(response: Any) -> bytes:

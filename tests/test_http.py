@@ -13,7 +13,15 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tamesu.http import charset_of, describe_http_error, fast_lane, is_connect_error, is_timeout, make_client
+from tamesu.http import (
+    RunCookies,
+    charset_of,
+    describe_http_error,
+    fast_lane,
+    is_connect_error,
+    is_timeout,
+    make_client,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -135,13 +143,10 @@ def test_charset_of_falls_back_to_utf8() -> None:
         assert codecs.lookup(charset_of(content_type)) == codecs.lookup(response.encoding or "utf-8")
 
 
-async def test_a_cookie_set_on_the_fast_lane_is_kept_and_sent_back() -> None:
-    seen: list[str | None] = []
-
+async def test_the_shared_client_keeps_no_cookie_and_run_cookies_keep_theirs() -> None:
     async def login(request: web.Request) -> web.Response:
-        seen.append(request.headers.get("Cookie"))
-        response = web.json_response({"reply": "hi"})
-        response.set_cookie("sid", "abc123")
+        response = web.json_response({"reply": "hi", "cookie": request.headers.get("Cookie")})
+        response.set_cookie("sid", "abc123", path="/")
         return response
 
     app = web.Application()
@@ -152,13 +157,15 @@ async def test_a_cookie_set_on_the_fast_lane_is_kept_and_sent_back() -> None:
     url = f"http://127.0.0.1:{runner.addresses[0][1]}/chat"
     client = make_client()
     try:
-        lane = fast_lane(client)
-        assert lane is not None
-        await lane.read(await lane.send("POST", url, lane.merged_headers({}, json_body=True), b"{}"))
-        assert client.cookies.get("sid") == "abc123"
-        assert fast_lane(client) is None, "with a cookie to send back, requests go through httpx"
-        await client.post(url, json={})
+        answer = await client.post(url, json={})
+        assert answer.headers["set-cookie"].startswith("sid=abc123")
+        assert not client.cookies, "shared by every run, the client keeps no cookie"
+        assert fast_lane(client) is not None
+        cookies = RunCookies()
+        assert cookies.header(url) is None
+        cookies.keep("POST", url, 200, answer.headers.get_list("set-cookie"))
+        assert cookies.header(url) == "sid=abc123"
+        assert cookies.header("http://elsewhere.example/chat") is None, "cookies keep to their domain"
     finally:
         await client.aclose()
         await runner.cleanup()
-    assert seen == [None, "sid=abc123"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tamesu.errors import TargetError
+from tamesu.http import RunCookies
 from tamesu.registry import Registry
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class TargetContext:
     """Template scope: vars, secrets, session.NAME captures, env; the adapter adds message, sent, cursor."""
     clock: Clock
     http: httpx.AsyncClient
-    """Shared HTTP client (aiohttp transport) with connection pooling."""
+    """Shared HTTP client (aiohttp transport) with connection pooling; it keeps no cookies."""
     redactor: Redactor
     turn_timeout: float = 60.0
     suite_dir: str = "."
@@ -53,6 +54,8 @@ class TargetContext:
     fuzz: dict[str, Any] = field(default_factory=dict)
     """The test's fuzz_tools by tool name (model / realtime / pipecat targets)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    cookies: RunCookies = field(default_factory=RunCookies)
+    """Cookies the agent set in this run (the shared client keeps none)."""
 
 
 class TargetAdapter(ABC):

@@ -136,6 +136,22 @@ class HttpCall:
         return out
 
 
+def _with_cookies(ctx: TargetContext, call: HttpCall) -> HttpCall:
+    """``call`` carrying the cookies this run's agent set (after any Cookie header of the suite's)."""
+    cookie = ctx.cookies.header(call.url)
+    if cookie is None:
+        return call
+    headers = {k: v for k, v in call.headers.items() if k.lower() != "cookie"}
+    own = "; ".join(v for k, v in call.headers.items() if k.lower() == "cookie")
+    headers["Cookie"] = f"{own}; {cookie}" if own else cookie
+    return HttpCall(call.method, call.url, headers, call.body)
+
+
+def _keep_cookies(ctx: TargetContext, call: HttpCall, status: int, set_cookie: list[str]) -> None:
+    if set_cookie:
+        ctx.cookies.keep(call.method, call.url, status, set_cookie)
+
+
 def _transport_failure(exc: Exception, call: HttpCall, timeout: float) -> Exception:
     if is_timeout(exc) and not is_connect_error(exc):
         return TargetError(f"no answer within {fmt_seconds(timeout)} from {call.url}", retryable=True)
@@ -160,10 +176,11 @@ async def request(
     async def attempt() -> httpx.Response:
         try:
             resp = await asyncio.wait_for(
-                ctx.http.request(call.method, call.url, **call.kwargs()), timeout=limit
+                ctx.http.request(call.method, call.url, **_with_cookies(ctx, call).kwargs()), timeout=limit
             )
         except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
             raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
+        _keep_cookies(ctx, call, resp.status_code, resp.headers.get_list("set-cookie"))
         if _retryable_status(resp.status_code):
             raise Retry(f"agent answered {resp.status_code}", snippet(resp.text))
         return resp
@@ -183,11 +200,12 @@ async def stream(
     limit = ctx.turn_timeout if timeout is None else timeout
 
     async def attempt() -> httpx.Response:
-        req = ctx.http.build_request(call.method, call.url, **call.kwargs())
+        req = ctx.http.build_request(call.method, call.url, **_with_cookies(ctx, call).kwargs())
         try:
             resp = await asyncio.wait_for(ctx.http.send(req, stream=True), timeout=limit)
         except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
             raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
+        _keep_cookies(ctx, call, resp.status_code, resp.headers.get_list("set-cookie"))
         if _retryable_status(resp.status_code):
             try:
                 body = (await asyncio.wait_for(resp.aread(), timeout=limit)).decode("utf-8", "replace")
@@ -221,7 +239,7 @@ async def fetch(
     http_error = _httpx_error()
     limit = ctx.turn_timeout
     json_body = call.body is not None and not isinstance(call.body, (str, bytes))
-    headers = lane.merged_headers(call.headers, json_body=json_body)
+    headers = lane.merged_headers(_with_cookies(ctx, call).headers, json_body=json_body)
     data: bytes | None
     if json_body:
         data = _json_bytes(call.body)
@@ -236,6 +254,8 @@ async def fetch(
         async def exchange() -> tuple[Any, bytes]:
             nonlocal phase, status
             resp = await lane.send(call.method, call.url, headers, data)
+            if "Set-Cookie" in resp.headers:
+                _keep_cookies(ctx, call, resp.status, resp.headers.getall("Set-Cookie"))
             try:
                 if _retryable_status(resp.status):
                     phase, status = "retry", resp.status

@@ -118,3 +118,36 @@ async def test_retries_on_the_fast_lane_count_every_attempt(serve, harness) -> N
     assert calls["n"] == 3
     assert str(err.value).startswith("agent answered 503 after 3 attempts: warming up warming up")
     assert isinstance(harness.http, httpx.AsyncClient)
+
+
+async def test_each_run_keeps_its_own_cookies_on_both_lanes(serve, harness) -> None:
+    visitors = iter(range(1, 100))
+
+    async def chat(request: web.Request) -> web.Response:
+        who = request.cookies.get("visitor")
+        response = web.json_response({"reply": f"visitor {who or 'new'}"})
+        if who is None:
+            response.set_cookie("visitor", str(next(visitors)), path="/")
+        return response
+
+    app = web.Application()
+    app.router.add_post("/chat", chat)
+    url = await serve(app)
+    plain = Harness()
+    try:
+        on_httpx(plain)
+        for h in (harness, plain):
+            first = await h.target({"url": url + "/chat"})
+            second = await h.target({"url": url + "/chat"})
+            replies = [
+                (await h.say(run, text))[-1].text
+                for run, text in ((first, "a"), (second, "b"), (first, "c"), (second, "d"))
+            ]
+            assert replies[:2] == ["visitor new", "visitor new"]
+            assert replies[2] != replies[3], "one run's session cookie never reaches another run"
+            assert {replies[2], replies[3]} <= {f"visitor {n}" for n in range(1, 100)}
+            assert len(first.ctx.cookies) == len(second.ctx.cookies) == 1
+        assert fast_lane(harness.http) is not None, "the shared client kept no cookie"
+        assert not harness.http.cookies
+    finally:
+        await plain.close()
