@@ -1,11 +1,13 @@
 """The Ray placement: runs spread over a pool of async Ray worker actors.
 
-This is the only module of tamesu that imports Ray. ``RunWorker`` is a plain class (testable
-without Ray) that becomes an actor only here, with ``ray.remote(**options)(RunWorker)``. A run's
-own actors are co-located in one worker process, where they talk through asyncio queues exactly
-as in the local placement; only the ``RunSpec`` goes in and the ``GraphOutcome`` comes back.
+This is the only module of tamesu that imports Ray. ``RunWorker`` (``worker.py``) is a plain
+class, testable without Ray, that becomes an actor only here, with ``ray.remote(**options)(RunWorker)``.
+A run's own actors are co-located in one worker process, where they talk through asyncio queues
+exactly as in the local placement; only the run's spec goes in and its outcome comes back, and
+not one actor call per run: ``_Link`` sends the runs started in one event-loop tick to a worker
+together and gets outcomes back in batches (see ``worker.py`` for the protocol and its costs).
 Each worker holds its own ``RunServices`` (HTTP client, redactor); secret values travel with
-each call. A worker that dies takes its runs with it: they come back as error outcomes with
+each run. A worker that dies takes its runs with it: they come back as error outcomes with
 ``error_kind="worker"`` and ``retryable=True``, and the worker is replaced.
 
 The speech engines are not per worker: ``RaySpeechPool`` runs them as two groups of replica
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 import uuid
@@ -26,12 +29,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import ray
 import ray.exceptions
 
 from tamesu.transcript import Transcript
 
-from ..graph import GraphOutcome, OutcomeSink, RunGraph
+from ..graph import GraphOutcome, OutcomeSink
 from ..pools import (
     Autoscaler,
     Batcher,
@@ -40,15 +44,13 @@ from ..pools import (
     TranscriptionRequest,
     audio_of,
     transcription_of,
-    use_speech_pool,
 )
+from .worker import FAILED, NEED_PARTS, RunItem, RunWorker, SpecSplitter, read_outcome
 
 if TYPE_CHECKING:
     from tamesu.audio.stt import Transcription
     from tamesu.audio.tts import Audio
     from tamesu.runner.spec import RunSpec
-
-    from ..services import RunServices
 
 __all__ = ["RayPlacement", "RaySpeechClient", "RaySpeechPool", "RunWorker"]
 
@@ -63,84 +65,23 @@ _WORKER_GONE: tuple[type[BaseException], ...] = (
 )
 
 
-class RunWorker:
-    """One worker process: many runs at once, each a graph in this process's event loop.
+class _Link:
+    """The driver's side of one worker: runs waiting to go, runs at the worker, exchanges in flight."""
 
-    ``setup`` runs once when the worker starts (register plugin targets or assertions);
-    ``speech`` is the client of the cluster's speech pool, installed as this process's pool;
-    ``router_factory`` makes the worker's model router for a ``models:`` configuration
-    (credentials, providers, cache), else a plain one is made per configuration.
-    """
+    def __init__(self, worker: Any) -> None:
+        self.worker = worker
+        self.known: set[str] = set()
+        """Keys of the shared spec parts this worker holds."""
+        self.reset()
 
-    def __init__(
-        self,
-        *,
-        setup: Callable[[], object] | None = None,
-        update_golden: bool = False,
-        output_dir: str | None = None,
-        encode_boundary: bool = False,
-        router_factory: Callable[[Any], Any] | None = None,
-        speech: RaySpeechClient | None = None,
-    ) -> None:
-        if setup is not None:
-            setup()
-        if speech is not None:
-            use_speech_pool(speech)
-        self.router_factory = router_factory
-        self.update_golden = update_golden
-        self.output_dir = output_dir
-        self.encode_boundary = encode_boundary
-        self._services: RunServices | None = None
-        self._runs: dict[str, tuple[RunGraph, asyncio.Task[GraphOutcome]]] = {}
-
-    def _shared(self) -> RunServices:
-        """Made on first use, inside the worker's event loop (the HTTP client belongs to that loop)."""
-        if self._services is None:
-            from ..services import RunServices
-
-            self._services = RunServices.create(
-                update_golden=self.update_golden,
-                output_dir=self.output_dir,
-                router_factory=self.router_factory,
-            )
-        return self._services
-
-    async def run(
-        self,
-        spec: RunSpec,
-        secrets: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        key: str | None = None,
-    ) -> GraphOutcome:
-        key = key or uuid.uuid4().hex
-        graph = RunGraph(spec, self._shared(), secrets=secrets, encode_boundary=self.encode_boundary)
-        task = asyncio.ensure_future(graph.run(timeout=timeout))
-        self._runs[key] = (graph, task)
-        try:
-            return await task
-        finally:
-            self._runs.pop(key, None)
-
-    async def cancel(self, key: str) -> GraphOutcome | None:
-        """Cancel one run (the caller gave up on it) and return what it had recorded."""
-        entry = self._runs.get(key)
-        if entry is None:
-            return None
-        graph, task = entry
-        task.cancel()
-        await asyncio.wait([task])
-        return graph.outcome()
-
-    def active(self) -> int:
-        """Runs in flight in this worker."""
-        return len(self._runs)
-
-    async def aclose(self) -> None:
-        for _, task in list(self._runs.values()):
-            task.cancel()
-        if self._services is not None:
-            await self._services.aclose()
-            self._services = None
+    def reset(self) -> None:
+        """Forget the runs (of an event loop that is gone); the worker keeps the parts it holds."""
+        self.queue: list[RunItem] = []
+        self.waiting: dict[str, tuple[RunSpec, asyncio.Future[GraphOutcome]]] = {}
+        self.sent: set[str] = set()
+        self.calls = 0
+        self.flushing = False
+        self.dead = False
 
 
 class RayPlacement:
@@ -149,7 +90,7 @@ class RayPlacement:
     ``address=None`` starts an embedded local Ray (unless Ray is already initialised in this
     process, in which case it is used and left running); an address joins a cluster.
     ``num_workers`` defaults to the cluster's CPU count; each worker runs up to
-    ``max_concurrency_per_worker`` runs at once. Runs go to the least-loaded worker.
+    ``max_concurrency_per_worker`` runs at once (more wait here). Runs go to the least-loaded worker.
     ``worker_setup`` (picklable) runs once in each worker, to register plugin targets and
     assertions there; ``router_factory`` makes each worker's model router.
     """
@@ -190,9 +131,10 @@ class RayPlacement:
             options = dict(speech_pool) if isinstance(speech_pool, dict) else {}
             options.setdefault("setup", worker_setup)
             self.speech = RaySpeechPool(**options)
+        self.max_per_worker = max(1, max_concurrency_per_worker)
         self._options: dict[str, Any] = {
             "num_cpus": min(1.0, cpus / count) if cpus else 0,
-            "max_concurrency": max_concurrency_per_worker,
+            "max_concurrency": max_concurrency_per_worker + 8,
             "max_restarts": 0,
         }
         self._worker_kwargs = {
@@ -204,10 +146,15 @@ class RayPlacement:
             "speech": self.speech.client() if self.speech is not None else None,
         }
         self._actor_cls = ray.remote(**self._options)(RunWorker)
-        self._workers: list[Any] = [self._spawn() for _ in range(count)]
+        self._links = [_Link(self._spawn()) for _ in range(count)]
         self._inflight = [0] * count
         self._ready = [True] * count
         self._probes: set[asyncio.Future[None]] = set()
+        self._receiving: set[asyncio.Future[None]] = set()
+        self._splitter = SpecSplitter()
+        self._keys = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._room = asyncio.Event()
         self._next = 0
         self._closed = False
         self.replaced = 0
@@ -216,10 +163,22 @@ class RayPlacement:
     @property
     def workers(self) -> list[Any]:
         """The worker actor handles (for diagnostics and tests)."""
-        return list(self._workers)
+        return [link.worker for link in self._links]
 
     def _spawn(self) -> Any:
         return self._actor_cls.remote(**self._worker_kwargs)
+
+    def _bind(self) -> None:
+        """Runs belong to one event loop; a new loop (a later ``asyncio.run``) starts afresh."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop = loop
+            self._room = asyncio.Event()
+            self._inflight = [0] * len(self._links)
+            for index, link in enumerate(self._links):
+                link.reset()
+                if not self._ready[index]:
+                    self._probe(index, link)
 
     def _choose(self) -> int:
         """The least-loaded started worker; among equals, the next in round-robin order.
@@ -227,12 +186,21 @@ class RayPlacement:
         A replacement that has not started yet (its node died and no other has room) gets runs
         only when no worker is ready, so runs do not queue behind an actor that may never start.
         """
-        count = len(self._workers)
+        count = len(self._links)
         order = [(self._next + i) % count for i in range(count)]
         ready = [i for i in order if self._ready[i]] or order
         best = min(ready, key=lambda i: self._inflight[i])
         self._next = (best + 1) % count
         return best
+
+    async def _slot(self) -> int:
+        """A worker with room for one more run, waiting while every worker is full."""
+        while True:
+            index = self._choose()
+            if self._inflight[index] < self.max_per_worker:
+                return index
+            self._room.clear()
+            await self._room.wait()
 
     async def run(
         self,
@@ -244,26 +212,148 @@ class RayPlacement:
     ) -> GraphOutcome:
         if self._closed:
             raise RuntimeError("this Ray placement is closed")
+        self._bind()
         if self.speech is not None:
             self.speech.start()
-        index = self._choose()
-        worker = self._workers[index]
-        key = uuid.uuid4().hex
+        index = await self._slot()
+        link = self._links[index]
+        key = str(next(self._keys))
+        future: asyncio.Future[GraphOutcome] = asyncio.get_running_loop().create_future()
         self._inflight[index] += 1
         try:
-            return await worker.run.remote(spec, dict(secrets) if secrets else None, timeout, key)  # type: ignore[no-any-return]
+            link.waiting[key] = (spec, future)
+            self._enqueue(link, key, spec, dict(secrets) if secrets else None, timeout)
+            return await future
         except asyncio.CancelledError:
-            partial = await self._cancel(worker, key)
-            if sink is not None and partial is not None:
-                sink(partial)
+            sent = key in link.sent
+            self._forget(link, key)
+            if sent:
+                partial = await self._cancel(link.worker, key)
+                if sink is not None and partial is not None:
+                    sink(partial)
             raise
-        except _WORKER_GONE as exc:
-            self._replace(index, worker)
-            return _failed(spec, f"the Ray worker running this run died: {_first_line(exc)}", "worker", True)
-        except ray.exceptions.RayError as exc:
-            return _failed(spec, f"Ray could not run this run: {_first_line(exc)}", "internal", False)
         finally:
             self._inflight[index] -= 1
+            self._room.set()
+
+    def _enqueue(
+        self, link: _Link, key: str, spec: RunSpec, secrets: dict[str, str] | None, timeout: float | None
+    ) -> None:
+        parts_key, parts, light = self._splitter.split(spec)
+        link.queue.append(
+            (key, light, parts_key, None if parts_key in link.known else parts, secrets, timeout)
+        )
+        if not link.flushing:
+            link.flushing = True
+            asyncio.get_running_loop().call_soon(self._flush, link)
+
+    def _forget(self, link: _Link, key: str) -> None:
+        link.waiting.pop(key, None)
+        link.sent.discard(key)
+        link.queue = [item for item in link.queue if item[0] != key]
+
+    def _flush(self, link: _Link) -> None:
+        """Send what is queued for the worker: every run started in this tick, in one exchange."""
+        link.flushing = False
+        items, link.queue = link.queue, []
+        if items and not link.dead:
+            self._send(link, items)
+
+    def _send(self, link: _Link, items: list[RunItem]) -> None:
+        try:
+            ref = link.worker.exchange.remote(items)
+        except Exception as exc:  # a spec that cannot be pickled fails its own run, not the batch
+            if len(items) == 1:
+                self._settle(link, items[0][0], exc)
+                self._keep_polling(link)
+            else:
+                for item in items:
+                    self._send(link, [item])
+            return
+        link.sent.update(item[0] for item in items)
+        link.calls += 1
+        task = asyncio.ensure_future(self._receive(link, ref, items))
+        self._receiving.add(task)
+        task.add_done_callback(self._receiving.discard)
+
+    async def _receive(self, link: _Link, ref: Any, items: list[RunItem]) -> None:
+        try:
+            replies = await ref
+        except _WORKER_GONE as exc:
+            link.calls -= 1
+            self._lost(link, exc)
+            return
+        except ray.exceptions.RayError as exc:
+            link.calls -= 1
+            message = f"Ray could not run this run: {_first_line(exc)}"
+            failed = [item[0] for item in items] or list(link.sent)
+            for key in failed:
+                link.sent.discard(key)
+                self._settle(link, key, message)
+            self._keep_polling(link)
+            return
+        link.calls -= 1
+        link.known.update(item[2] for item in items if item[3] is not None)
+        for key, kind, data in replies:
+            link.sent.discard(key)
+            if kind == NEED_PARTS:
+                self._resend(link, key, items)
+            elif kind == FAILED:
+                self._settle(link, key, f"Ray could not run this run: {data}")
+            else:
+                self._settle(link, key, None, kind, data)
+        self._keep_polling(link)
+
+    def _settle(
+        self, link: _Link, key: str, error: str | BaseException | None, kind: int = 0, data: Any = None
+    ) -> None:
+        """Hand a run its outcome (or its failure); a run no longer waited for is dropped."""
+        entry = link.waiting.pop(key, None)
+        if entry is None or entry[1].done():
+            return
+        spec, future = entry
+        if isinstance(error, BaseException):
+            future.set_exception(error)
+            return
+        if error is None:
+            try:
+                future.set_result(read_outcome(kind, data))
+                return
+            except (msgspec.DecodeError, ValueError) as exc:
+                error = f"Ray could not run this run: its outcome did not decode: {exc}"
+        future.set_result(_failed(spec, error, "internal", False))
+
+    def _resend(self, link: _Link, key: str, items: list[RunItem]) -> None:
+        item = next((i for i in items if i[0] == key), None)
+        if item is None or key not in link.waiting:
+            return
+        parts_key = item[2]
+        link.known.discard(parts_key)
+        spec = link.waiting[key][0]
+        _, parts, light = self._splitter.split(spec)
+        link.queue.append((key, light, parts_key, parts, item[4], item[5]))
+        if not link.flushing:
+            link.flushing = True
+            asyncio.get_running_loop().call_soon(self._flush, link)
+
+    def _keep_polling(self, link: _Link) -> None:
+        """While the worker holds runs, one exchange is always waiting there for their outcomes."""
+        if link.sent and link.calls == 0 and not link.queue and not link.dead:
+            self._send(link, [])
+
+    def _lost(self, link: _Link, exc: BaseException) -> None:
+        """The worker died: every run it held or was about to get fails as retryable, and it is replaced."""
+        if link.dead:
+            return
+        link.dead = True
+        message = f"the Ray worker running this run died: {_first_line(exc)}"
+        waiting, link.waiting = link.waiting, {}
+        link.queue, link.sent = [], set()
+        for spec, future in waiting.values():
+            if not future.done():
+                future.set_result(_failed(spec, message, "worker", True))
+        if link in self._links:
+            self._replace(self._links.index(link))
 
     async def _cancel(self, worker: Any, key: str) -> GraphOutcome | None:
         try:
@@ -271,21 +361,26 @@ class RayPlacement:
         except (asyncio.TimeoutError, ray.exceptions.RayError):
             return None
 
-    def _replace(self, index: int, dead: Any) -> None:
-        if not self._closed and self._workers[index] is dead:
-            worker = self._workers[index] = self._spawn()
-            self.replaced += 1
-            self._ready[index] = False
-            probe = asyncio.ensure_future(self._started(index, worker))
-            self._probes.add(probe)
-            probe.add_done_callback(self._probes.discard)
+    def _replace(self, index: int) -> None:
+        if self._closed:
+            return
+        link = self._links[index] = _Link(self._spawn())
+        self.replaced += 1
+        self._ready[index] = False
+        self._probe(index, link)
 
-    async def _started(self, index: int, worker: Any) -> None:
+    def _probe(self, index: int, link: _Link) -> None:
+        probe = asyncio.ensure_future(self._started(index, link))
+        self._probes.add(probe)
+        probe.add_done_callback(self._probes.discard)
+
+    async def _started(self, index: int, link: _Link) -> None:
         """Mark a replacement ready once it answers (it may wait for a node with room)."""
         with contextlib.suppress(ray.exceptions.RayError):
-            await worker.active.remote()
-            if self._workers and self._workers[index] is worker:
+            await link.worker.active.remote()
+            if self._links and self._links[index] is link:
                 self._ready[index] = True
+                self._room.set()
 
     async def health(self, timeout: float = 2.0) -> dict[str, Any]:
         """Workers that answer within ``timeout``, runs in flight on each, workers replaced, nodes alive."""
@@ -296,7 +391,7 @@ class RayPlacement:
             except (asyncio.TimeoutError, ray.exceptions.RayError):
                 return None
 
-        answers = await asyncio.gather(*(ping(w) for w in list(self._workers)))
+        answers = await asyncio.gather(*(ping(w) for w in self.workers))
         nodes = await asyncio.to_thread(lambda: sum(1 for n in ray.nodes() if n.get("Alive")))
         report: dict[str, Any] = {
             "placement": "ray",
@@ -315,15 +410,16 @@ class RayPlacement:
         if self._closed:
             return
         self._closed = True
-        for probe in list(self._probes):
-            probe.cancel()
-        for worker in self._workers:
+        for task in [*self._probes, *self._receiving]:
+            task.cancel()
+        for link in self._links:
+            link.dead = True
             try:
-                await asyncio.wait_for(worker.aclose.remote(), CANCEL_GRACE)
+                await asyncio.wait_for(link.worker.aclose.remote(), CANCEL_GRACE)
             except (asyncio.TimeoutError, ray.exceptions.RayError):
                 pass
-            ray.kill(worker)
-        self._workers = []
+            ray.kill(link.worker)
+        self._links = []
         if self.speech is not None:
             await self.speech.aclose()
         if self._started_ray:

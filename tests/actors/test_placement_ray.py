@@ -141,3 +141,37 @@ async def test_a_killed_worker_gives_a_retryable_error_outcome(placement: RayPla
     assert out.transcript.end_reason == "error"
     after = await placement.run(make_spec(say=["still there?"]))
     assert after.error is None and after.transcript.agent_turns()[0].text == "You said: still there?"
+
+
+async def test_runs_started_together_each_get_their_own_outcome(placement: RayPlacement) -> None:
+    runs = [make_spec(run_id=f"many#{i}", say=[f"line {i}"]) for i in range(24)]
+    outs = await asyncio.gather(*(placement.run(s) for s in runs))
+    assert [(o.transcript.run_id, o.transcript.agent_turns()[0].text) for o in outs] == [
+        (f"many#{i}", f"You said: line {i}") for i in range(24)
+    ]
+
+
+async def both_busy(placement: RayPlacement) -> None:
+    while len(await busy_workers(placement)) < 2:
+        await asyncio.sleep(0.05)
+
+
+async def test_runs_beyond_each_workers_limit_wait_in_the_driver(placement: RayPlacement) -> None:
+    placement.max_per_worker = 1
+    try:
+        runs = [
+            asyncio.create_task(
+                placement.run(make_spec(type="test-hanging", say=["hi", "and?"], run_id=f"w#{i}"))
+            )
+            for i in range(3)
+        ]
+        await asyncio.wait_for(both_busy(placement), 30)
+        assert sum(await asyncio.gather(*(w.active.remote() for w in placement.workers))) == 2
+        assert not any(r.done() for r in runs)
+    finally:
+        placement.max_per_worker = 64
+        for r in runs:
+            r.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+    after = await placement.run(make_spec(say=["next"]))
+    assert after.transcript.agent_turns()[0].text == "You said: next"

@@ -1,0 +1,276 @@
+"""A Ray worker's side of the placement, and what travels to and from it (no Ray here).
+
+An actor call costs about a millisecond of CPU on each side, as much as a whole three-turn run, so
+runs do not travel one per call. The driver sends the runs it starts in one event-loop tick to a
+worker in one ``exchange`` call, and an exchange comes back with the outcomes finished by then. One
+exchange per worker waits at the worker for the next outcome (the poller), so a run that finishes
+later rides back on the next reply; under load each reply carries many outcomes, and when calls
+are few an exchange carries one run out and its outcome back, as a call per run did.
+
+A run's spec is split: the parts that repeat from run to run (target, test, assertions, models)
+are sent to a worker once and named by a key; each run carries only its own small fields. An
+outcome comes back as msgpack bytes (a tenth of the cost of pickling the structs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..graph import GraphOutcome, RunGraph
+from ..pools import use_speech_pool
+
+if TYPE_CHECKING:
+    from tamesu.runner.spec import RunSpec
+
+    from ..pools import SpeechPool
+    from ..services import RunServices
+
+__all__ = ["DONE", "FAILED", "NEED_PARTS", "OBJECT", "RunItem", "RunWorker", "SpecSplitter", "read_outcome"]
+
+SHARED_FIELDS = ("target", "test", "assertions", "models", "counterpart_target")
+"""The fields of a RunSpec that repeat across the runs of a test: sent to each worker once."""
+_BLANK: dict[str, Any] = {
+    "target": None,
+    "test": None,
+    "assertions": [],
+    "models": None,
+    "counterpart_target": None,
+}
+PARTS_LIMIT = 1024
+"""Sets of shared parts a worker (and the driver) remembers; the oldest is forgotten first."""
+
+RunItem = tuple[str, "RunSpec", str, "tuple[Any, ...] | None", "dict[str, str] | None", "float | None"]
+"""One run on the wire: its key, the spec without its shared parts, the parts' key, the parts
+(None once the worker holds them), the secret values, the timeout."""
+Reply = tuple[str, int, Any]
+"""What came of a run: its key, a kind (below) and the data."""
+
+DONE = 0
+"""The data is the outcome, msgpack-encoded."""
+OBJECT = 1
+"""The data is the outcome itself (it holds a value msgpack cannot carry)."""
+NEED_PARTS = 2
+"""The worker does not hold the run's shared parts (forgotten, or a new worker): send them again."""
+FAILED = 3
+"""The run raised (a bug, not anything the run did); the data is the error's text."""
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(GraphOutcome)
+
+
+def pack_outcome(key: str, outcome: GraphOutcome) -> Reply:
+    try:
+        return (key, DONE, _encoder.encode(outcome))
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        return (key, OBJECT, outcome)
+
+
+def read_outcome(kind: int, data: Any) -> GraphOutcome:
+    """The outcome of a DONE or OBJECT reply."""
+    if kind == DONE:
+        return _decoder.decode(data)
+    if kind == OBJECT:
+        return data  # type: ignore[no-any-return]
+    raise ValueError(f"a reply of kind {kind} holds no outcome")
+
+
+class SpecSplitter:
+    """The driver's names for the shared parts of its specs, by identity.
+
+    Runs of one test share the same config objects (the planner makes them once), so the identity
+    of the parts says whether a worker has seen them; the splitter holds the objects it names, so
+    an id is never reused while its key lives.
+    """
+
+    def __init__(self, limit: int = PARTS_LIMIT) -> None:
+        self.limit = limit
+        self._keys: OrderedDict[tuple[int, ...], tuple[str, tuple[Any, ...]]] = OrderedDict()
+        self._serial = itertools.count(1)
+
+    def split(self, spec: RunSpec) -> tuple[str, tuple[Any, ...], RunSpec]:
+        """The parts' key, the parts, and the spec without them."""
+        parts = tuple(getattr(spec, name) for name in SHARED_FIELDS)
+        ids = tuple(map(id, parts))
+        entry = self._keys.get(ids)
+        if entry is None:
+            entry = self._keys[ids] = (str(next(self._serial)), parts)
+            if len(self._keys) > self.limit:
+                self._keys.popitem(last=False)
+        else:
+            self._keys.move_to_end(ids)
+        return entry[0], entry[1], dataclasses.replace(spec, **_BLANK)
+
+
+class RunWorker:
+    """One worker process: many runs at once, each a graph in this process's event loop.
+
+    ``setup`` runs once when the worker starts (register plugin targets or assertions);
+    ``speech`` is the client of the cluster's speech pool, installed as this process's pool;
+    ``router_factory`` makes the worker's model router for a ``models:`` configuration
+    (credentials, providers, cache), else a plain one is made per configuration.
+    """
+
+    def __init__(
+        self,
+        *,
+        setup: Callable[[], object] | None = None,
+        update_golden: bool = False,
+        output_dir: str | None = None,
+        encode_boundary: bool = False,
+        router_factory: Callable[[Any], Any] | None = None,
+        speech: SpeechPool | None = None,
+        parts_limit: int = PARTS_LIMIT,
+    ) -> None:
+        if setup is not None:
+            setup()
+        if speech is not None:
+            use_speech_pool(speech)
+        self.router_factory = router_factory
+        self.update_golden = update_golden
+        self.output_dir = output_dir
+        self.encode_boundary = encode_boundary
+        self.parts_limit = parts_limit
+        self._services: RunServices | None = None
+        self._runs: dict[str, tuple[RunGraph, asyncio.Task[Any]]] = {}
+        self._parts: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
+        self._done: list[Reply] = []
+        self._poller: asyncio.Future[bool] | None = None
+        self._cancelled: OrderedDict[str, None] = OrderedDict()
+        """Keys cancelled before their run arrived (an exchange and a cancel may cross)."""
+
+    def _shared(self) -> RunServices:
+        """Made on first use, inside the worker's event loop (the HTTP client belongs to that loop)."""
+        if self._services is None:
+            from ..services import RunServices
+
+            self._services = RunServices.create(
+                update_golden=self.update_golden,
+                output_dir=self.output_dir,
+                router_factory=self.router_factory,
+            )
+        return self._services
+
+    async def run(
+        self,
+        spec: RunSpec,
+        secrets: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        key: str | None = None,
+    ) -> GraphOutcome:
+        """One run in one call, its outcome as the result (the placement uses ``exchange``)."""
+        key = key or uuid.uuid4().hex
+        graph = RunGraph(spec, self._shared(), secrets=secrets, encode_boundary=self.encode_boundary)
+        task = asyncio.ensure_future(graph.run(timeout=timeout))
+        self._runs[key] = (graph, task)
+        try:
+            return await task
+        finally:
+            self._runs.pop(key, None)
+
+    async def exchange(self, items: list[RunItem]) -> list[Reply]:
+        """Start ``items``; return the outcomes finished so far, waiting for one if there are none.
+
+        Only the latest exchange waits: an earlier one still waiting is let go with nothing, so
+        outcomes never ride on a reply its sender has stopped reading.
+        """
+        replies: list[Reply] = []
+        for item in items:
+            key = item[0]
+            try:
+                spec = self._spec(item)
+                if spec is None:
+                    replies.append((key, NEED_PARTS, None))
+                elif key in self._cancelled:
+                    del self._cancelled[key]
+                else:
+                    self._start(key, spec, item[4], item[5])
+            except Exception as exc:  # one run that cannot start fails alone
+                replies.append((key, FAILED, f"{type(exc).__name__}: {exc}"))
+        if replies or self._done or not self._runs:
+            return replies + self._take()
+        if self._poller is not None and not self._poller.done():
+            self._poller.set_result(False)
+        poller = self._poller = asyncio.get_running_loop().create_future()
+        try:
+            woken = await poller
+        finally:
+            if self._poller is poller:
+                self._poller = None
+        if not woken:
+            return []
+        await asyncio.sleep(0)
+        return self._take()
+
+    def _spec(self, item: RunItem) -> RunSpec | None:
+        _, light, key, parts, _, _ = item
+        if parts is None:
+            parts = self._parts.get(key)
+            if parts is None:
+                return None
+            self._parts.move_to_end(key)
+        else:
+            self._parts[key] = parts
+            if len(self._parts) > self.parts_limit:
+                self._parts.popitem(last=False)
+        return dataclasses.replace(light, **dict(zip(SHARED_FIELDS, parts)))
+
+    def _start(
+        self, key: str, spec: RunSpec, secrets: Mapping[str, str] | None, timeout: float | None
+    ) -> None:
+        graph = RunGraph(spec, self._shared(), secrets=secrets, encode_boundary=self.encode_boundary)
+        self._runs[key] = (graph, asyncio.ensure_future(self._one(key, graph, timeout)))
+
+    async def _one(self, key: str, graph: RunGraph, timeout: float | None) -> None:
+        try:
+            reply = pack_outcome(key, await graph.run(timeout=timeout))
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            reply = (key, FAILED, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._runs.pop(key, None)
+        self._done.append(reply)
+        self._wake()
+
+    def _take(self) -> list[Reply]:
+        done, self._done = self._done, []
+        return done
+
+    def _wake(self) -> None:
+        if self._poller is not None and not self._poller.done():
+            self._poller.set_result(True)
+
+    async def cancel(self, key: str) -> GraphOutcome | None:
+        """Cancel one run (the caller gave up on it) and return what it had recorded."""
+        entry = self._runs.get(key)
+        if entry is None:
+            self._cancelled[key] = None
+            if len(self._cancelled) > 1024:
+                self._cancelled.popitem(last=False)
+            return None
+        graph, task = entry
+        task.cancel()
+        await asyncio.wait([task])
+        if not self._runs:
+            self._wake()
+        return graph.outcome()
+
+    def active(self) -> int:
+        """Runs in flight in this worker."""
+        return len(self._runs)
+
+    async def aclose(self) -> None:
+        for _, task in list(self._runs.values()):
+            task.cancel()
+        self._wake()
+        if self._services is not None:
+            await self._services.aclose()
+            self._services = None
