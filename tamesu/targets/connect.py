@@ -137,14 +137,23 @@ class HttpCall:
 
 
 def _with_cookies(ctx: TargetContext, call: HttpCall) -> HttpCall:
-    """``call`` carrying the cookies this run's agent set (after any Cookie header of the suite's)."""
-    cookie = ctx.cookies.header(call.url)
+    """``call`` carrying the cookies this run's agent set."""
+    headers = _cookie_headers(ctx, call.url, call.headers)
+    return call if headers is call.headers else HttpCall(call.method, call.url, headers, call.body)
+
+
+def _cookie_headers(ctx: TargetContext, url: str, headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` with the cookies this run's agent set for ``url`` (after any Cookie header of
+    the suite's); the same dict when there are none. A websocket's handshake is its http(s) twin's."""
+    if url.startswith("ws"):
+        url = "http" + url[2:]
+    cookie = ctx.cookies.header(url)
     if cookie is None:
-        return call
-    headers = {k: v for k, v in call.headers.items() if k.lower() != "cookie"}
-    own = "; ".join(v for k, v in call.headers.items() if k.lower() == "cookie")
-    headers["Cookie"] = f"{own}; {cookie}" if own else cookie
-    return HttpCall(call.method, call.url, headers, call.body)
+        return headers
+    out = {k: v for k, v in headers.items() if k.lower() != "cookie"}
+    own = "; ".join(v for k, v in headers.items() if k.lower() == "cookie")
+    out["Cookie"] = f"{own}; {cookie}" if own else cookie
+    return out
 
 
 def _keep_cookies(ctx: TargetContext, call: HttpCall, status: int, set_cookie: list[str]) -> None:
@@ -422,7 +431,7 @@ async def open_websocket(
         try:
             return await connect(
                 url,
-                additional_headers=headers or None,
+                additional_headers=_cookie_headers(ctx, url, headers or {}) or None,
                 open_timeout=timeout,
                 proxy=None,
                 max_size=None,

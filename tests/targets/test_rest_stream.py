@@ -306,3 +306,37 @@ async def test_socketio_handshake_events_and_pings(sio_url, harness) -> None:
     assert raw[-1] == {"event": "bot_done", "data": {}}
     second = await harness.say(t, "again")
     assert second[-1].text == "Hello again"
+
+
+async def test_a_cookie_from_session_open_rides_on_the_websocket_handshake(serve, harness) -> None:
+    seen: dict[str, str | None] = {}
+
+    async def login(request: web.Request) -> web.Response:
+        response = web.json_response({"conversation": "c-1"})
+        response.set_cookie("sid", "s3cr3t-session", path="/")
+        return response
+
+    async def chat(request: web.Request) -> web.WebSocketResponse:
+        seen["cookie"] = request.headers.get("Cookie")
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        async for msg in ws:
+            await ws.send_json({"delta": f"got {msg.json()['text']}", "done": True})
+        return ws
+
+    app = web.Application()
+    app.router.add_post("/login", login)
+    app.router.add_get("/ws", chat)
+    url = await serve(app)
+    t = await harness.target(
+        {
+            "url": url + "/ws",
+            "streaming": "websocket",
+            "session": {"open": {"url": url + "/login", "capture": {"conversation": "$.conversation"}}},
+            "request": {"body": {"text": "{{message}}"}},
+            "response": {"text": "$.delta", "turn_done": "$.done"},
+        }
+    )
+    out = await harness.say(t, "hi")
+    assert out[-1].text == "got hi"
+    assert seen["cookie"] == "sid=s3cr3t-session"
