@@ -32,7 +32,7 @@ from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
 from tamesu.runner.scheduler import Budget, human_duration
 from tamesu.runner.spec import RunResult
-from tamesu.runner.verdict import outcome_of
+from tamesu.runner.verdict import result_of
 from tamesu.templates import Scope
 
 if TYPE_CHECKING:
@@ -321,29 +321,17 @@ class LoadDriver:
             retryable = False
         elif error is None and any(r.error for r in results):
             retryable, kind = True, "assertion"
-        metrics = dict(transcript.metrics) if transcript is not None else {}
-        self.budget.record(metrics)
-        result = RunResult(
-            run_id=spec.run_id,
-            test_id=spec.test_id,
-            test_name=spec.test_name,
-            suite=spec.suite,
-            target=spec.target_name,
-            outcome=outcome_of(spec, results, error),
-            assertions=results,
+        result = result_of(
+            spec,
+            results=results,
             error=error,
             error_kind=kind if (error is not None or kind == "assertion") else None,
-            case=spec.case,
-            language=spec.language,
-            repeat_index=spec.repeat_index,
             attempt=attempt,
             started_at=wall,
             duration=time.monotonic() - started,
-            tags=list(spec.tags),
-            metrics=metrics,
-            quarantine=spec.quarantine,
-            turns=len(transcript.agent_turns()) if transcript is not None else 0,
+            transcript=transcript,
         )
+        self.budget.record(result.metrics)
         return result, retryable, transcript
 
     async def _graph(

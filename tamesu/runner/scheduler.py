@@ -27,7 +27,7 @@ from tamesu.errors import BudgetExceeded, TamesuError
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import ResultWriter, redact_result
 from tamesu.runner.spec import RunResult, RunSpec
-from tamesu.runner.verdict import outcome_of
+from tamesu.runner.verdict import result_of
 from tamesu.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -433,52 +433,23 @@ class Scheduler:
             retryable = False
         elif error is None and any(r.error for r in answer.results):
             retryable, kind = True, "assertion"
-        transcript = answer.transcript
-        metrics = dict(transcript.metrics) if transcript is not None else {}
-        self.budget.record(metrics)
-        if setup is not None and setup.budget is not None:
-            setup.budget.record(metrics)
-        result = RunResult(
-            run_id=spec.run_id,
-            test_id=spec.test_id,
-            test_name=spec.test_name,
-            suite=spec.suite,
-            target=spec.target_name,
-            outcome=outcome_of(spec, answer.results, error),
-            assertions=list(answer.results),
+        result = result_of(
+            spec,
+            results=answer.results,
             error=error,
             error_kind=kind,
-            case=spec.case,
-            language=spec.language,
-            repeat_index=spec.repeat_index,
             attempt=attempt,
             started_at=wall,
             duration=duration,
-            tags=list(spec.tags),
-            metrics=metrics,
-            quarantine=spec.quarantine,
-            turns=len(transcript.agent_turns()) if transcript is not None else 0,
+            transcript=answer.transcript,
         )
+        self.budget.record(result.metrics)
+        if setup is not None and setup.budget is not None:
+            setup.budget.record(result.metrics)
         return result, retryable
 
     def _error_result(self, spec: RunSpec, message: str, kind: str, attempt: int) -> RunResult:
-        return RunResult(
-            run_id=spec.run_id,
-            test_id=spec.test_id,
-            test_name=spec.test_name,
-            suite=spec.suite,
-            target=spec.target_name,
-            outcome="quarantined" if spec.quarantine is not None else "error",
-            error=message,
-            error_kind=kind,
-            case=spec.case,
-            language=spec.language,
-            repeat_index=spec.repeat_index,
-            attempt=attempt,
-            started_at=time.time(),
-            tags=list(spec.tags),
-            quarantine=spec.quarantine,
-        )
+        return result_of(spec, error=message, error_kind=kind, attempt=attempt, started_at=time.time())
 
     async def _record(self, result: RunResult, transcript: Transcript | None) -> None:
         """Redact, then hand the transcript and the result to the writer thread (transcript file,

@@ -62,6 +62,44 @@ def outcome_of(spec: RunSpec, results: Sequence[Any], error: str | None) -> Outc
     return outcome
 
 
+def result_of(
+    spec: RunSpec,
+    *,
+    results: Sequence[Any] = (),
+    error: str | None = None,
+    error_kind: str | None = None,
+    attempt: int = 1,
+    started_at: float = 0.0,
+    duration: float = 0.0,
+    transcript: Any = None,
+) -> RunResult:
+    """One attempt's result: what the spec says of the run, and what came of it (its outcome follows
+    from the assertions and the error; metrics and turns from the transcript, when there is one)."""
+    from tamesu.runner.spec import RunResult
+
+    return RunResult(
+        run_id=spec.run_id,
+        test_id=spec.test_id,
+        test_name=spec.test_name,
+        suite=spec.suite,
+        target=spec.target_name,
+        outcome=outcome_of(spec, results, error),
+        assertions=list(results),
+        error=error,
+        error_kind=error_kind,
+        case=spec.case,
+        language=spec.language,
+        repeat_index=spec.repeat_index,
+        attempt=attempt,
+        started_at=started_at,
+        duration=duration,
+        tags=list(spec.tags),
+        metrics=dict(transcript.metrics) if transcript is not None else {},
+        quarantine=spec.quarantine,
+        turns=len(transcript.agent_turns()) if transcript is not None else 0,
+    )
+
+
 @dataclass
 class TestVerdict:
     """One expanded test with all its runs folded into one verdict."""
