@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import time
 import uuid
@@ -273,7 +272,7 @@ class LoadDriver:
     def spec_of(self, index: int) -> RunSpec:
         """Call ``index``'s run: the planned runs in turn, the run id suffixed ``@index``."""
         base = self.specs[index % len(self.specs)]
-        return dataclasses.replace(base, run_id=f"{base.run_id}@{index}")
+        return base.evolve(run_id=f"{base.run_id}@{index}")
 
     async def _call(self, index: int) -> None:
         spec = self.spec_of(index)
@@ -294,7 +293,7 @@ class LoadDriver:
         extra: dict[str, Any] = {**spec.extra, "attempt": attempt}
         if setup is not None and (setup.before_each or setup.after_each):
             extra["session"] = _session(spec, setup)
-        spec = dataclasses.replace(spec, extra=extra)
+        spec = spec.evolve(extra=extra)
         session = extra.get("session")
         wall, started = time.time(), time.monotonic()
         env = hook_env(suite=spec.suite, test=spec.test_id, session=session, run_id=spec.run_id)

@@ -106,7 +106,7 @@ class SpecSplitter:
                 self._keys.popitem(last=False)
         else:
             self._keys.move_to_end(ids)
-        return entry[0], entry[1], dataclasses.replace(spec, **_BLANK)
+        return entry[0], entry[1], spec.evolve(**_BLANK)
 
 
 class RunWorker:

@@ -64,13 +64,20 @@ class RunSpec:
     counterpart_target: Target | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def with_extra(self, **extra: Any) -> RunSpec:
-        """A copy whose ``extra`` has these keys too (a shallow copy: ``dataclasses.replace``
-        re-runs ``__init__`` over every field, which showed on the per-run path)."""
+    def evolve(self, **changes: Any) -> RunSpec:
+        """A shallow copy with ``changes`` (what ``dataclasses.replace`` gives, without re-running
+        ``__init__`` over every field: specs are copied on every run's path)."""
+        unknown = changes.keys() - self.__dataclass_fields__.keys()
+        if unknown:
+            raise TypeError(f"RunSpec has no field {', '.join(sorted(unknown))}")
         copy = object.__new__(RunSpec)
         copy.__dict__.update(self.__dict__)
-        copy.extra = {**self.extra, **extra}
+        copy.__dict__.update(changes)
         return copy
+
+    def with_extra(self, **extra: Any) -> RunSpec:
+        """A copy whose ``extra`` has these keys too."""
+        return self.evolve(extra={**self.extra, **extra})
 
 
 class RunResult(msgspec.Struct, kw_only=True):
