@@ -5,23 +5,25 @@ keeps the hot path fast when a load test holds hundreds of conversations open at
 never retries by itself: reaching the agent is retried by ``tamesu.targets.connect`` as the suite's
 ``connect:`` says, so every attempt is visible and counted.
 
-A plain request whose whole answer is read at once (a JSON turn) may skip httpx's Request and
-Response objects: ``fast_lane(client)`` hands out the aiohttp session underneath the same client,
-sending the same headers and mapping errors to the same httpx exceptions. It is offered only
-while nothing httpx-specific is in play (the aiohttp transport, no auth, hooks, cookies, mounts).
+A plain request whose whole answer is read at once (a JSON turn) may skip httpx and aiohttp:
+``fast_lane(client)`` hands out lean HTTP/1.1 connections (``tamesu.http1``) that send the
+client's headers with its TLS settings and limits and raise the same httpx exceptions. It is
+offered only while nothing httpx-specific is in play (no auth, hooks, cookies, mounts, proxy).
 """
 
 from __future__ import annotations
 
 import codecs
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from http.cookiejar import CookieJar
 
-    import aiohttp
     import httpx
+
+    from tamesu.http1 import Answer
 
 __all__ = [
     "FastLane",
@@ -62,9 +64,8 @@ def make_client(
     The client must be used and closed (``aclose``) inside one event loop.
     """
     import httpx
-    from httpx_aiohttp import AiohttpTransport
 
-    transport = AiohttpTransport(limits=limits or _default_limits(), retries=0)
+    transport = _lane_transport()(limits=limits or _default_limits(), retries=0)
     return httpx.AsyncClient(
         transport=transport,
         timeout=httpx.Timeout(timeout),
@@ -139,10 +140,11 @@ def charset_of(content_type: str | None) -> str:
 
 
 class FastLane:
-    """Sends plain requests on the aiohttp session under an httpx client (see the module docstring)."""
+    """Sends plain requests on kept-alive HTTP/1.1 connections of its own (``tamesu.http1``)
+    with the headers, TLS settings and limits of the httpx client it stands for."""
 
     def __init__(self, client: httpx.AsyncClient, transport: Any) -> None:
-        from aiohttp import ClientTimeout
+        from tamesu.http1 import Pool
 
         self.client = client
         self.transport = transport
@@ -150,8 +152,15 @@ class FastLane:
         """httpx's default headers (user agent, accept, accept-encoding), sent as httpx would."""
         self._lower = {k.lower() for k in self.headers}
         self._json_headers = {**self.headers, "Content-Type": "application/json"}
-        t = client.timeout
-        self.timeout = ClientTimeout(sock_connect=t.connect, sock_read=t.read, connect=t.pool)
+        limits = transport.limits
+        self.pool = Pool(
+            ssl_context=transport.ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            connect_timeout=client.timeout.connect,
+        )
+        transport.lane_pool = self.pool
 
     def usable(self) -> bool:
         """Still nothing httpx-specific in play (cookies may have arrived through httpx since)."""
@@ -178,41 +187,17 @@ class FastLane:
             out["Content-Type"] = "application/json"
         return out
 
-    async def send(self, method: str, url: str, headers: dict[str, str], data: bytes | None) -> Any:
-        """The aiohttp response with its headers read; errors come as httpx exceptions."""
-        transport = self.transport
-        session: aiohttp.ClientSession = transport.client
-        if not isinstance(session, _SESSION[0]):
-            transport.client = session = transport.get_client()
-        try:
-            response = await session.request(
-                method,
-                url,
-                headers=headers,
-                data=data,
-                allow_redirects=False,
-                compress=False,
-                timeout=self.timeout,
-            )
-        except Exception as exc:
-            mapped = _as_httpx(exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        return response
-
-    @staticmethod
-    async def read(response: Any) -> bytes:
-        """The whole body (decompressed); errors come as httpx exceptions."""
-        try:
-            return await response.read()  # type: ignore[no-any-return]
-        except Exception as exc:
-            mapped = _as_httpx(exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        finally:
-            response.release()
+    def exchange(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        data: bytes | None,
+        *,
+        on_status: Callable[[int], None] | None = None,
+    ) -> Awaitable[Answer]:
+        """The whole answer (status, headers, decoded body); errors come as httpx exceptions."""
+        return self.pool.request(method, url, headers, data, on_status=on_status)
 
 
 def fast_lane(client: httpx.AsyncClient) -> FastLane | None:
@@ -230,15 +215,12 @@ def fast_lane(client: httpx.AsyncClient) -> FastLane | None:
 
 
 def _make_lane(client: httpx.AsyncClient) -> FastLane | None:
-    try:
-        from httpx_aiohttp import AiohttpTransport
-    except ImportError:
+    transport: Any = getattr(client, "_transport", None)
+    if type(transport) is not _lane_transport():
         return None
-    transport = getattr(client, "_transport", None)
     hooks = getattr(client, "_event_hooks", {})
     if (
-        type(transport) is not AiohttpTransport
-        or getattr(client, "_mounts", None)
+        getattr(client, "_mounts", None)
         or client.auth is not None
         or hooks.get("request")
         or hooks.get("response")
@@ -247,28 +229,27 @@ def _make_lane(client: httpx.AsyncClient) -> FastLane | None:
         or client.params
         or transport.proxy is not None
         or transport.uds
+        or transport.local_address
+        or transport.socket_options
     ):
         return None
-    if not _SESSION:
-        from aiohttp import ClientSession
-
-        _SESSION.append(ClientSession)
     return FastLane(client, transport)
 
 
-_SESSION: list[type] = []
-"""aiohttp's ClientSession, once the first fast lane is made (aiohttp is imported lazily)."""
+@lru_cache(maxsize=1)
+def _lane_transport() -> Any:
+    """The aiohttp transport of ``make_client``, which also closes its fast lane's connections."""
+    from httpx_aiohttp import AiohttpTransport
 
+    class LaneTransport(AiohttpTransport):  # type: ignore[misc]
+        lane_pool: Any = None
 
-def _as_httpx(exc: Exception) -> Exception | None:
-    """The httpx exception the aiohttp transport would have raised for ``exc`` (None: as it is)."""
-    from httpx_aiohttp.transport import AIOHTTP_EXC_MAP
+        async def aclose(self) -> None:
+            if self.lane_pool is not None:
+                self.lane_pool.close()
+            await super().aclose()
 
-    mapped: type[Exception] | None = None
-    for from_exc, to_exc in AIOHTTP_EXC_MAP.items():
-        if isinstance(exc, from_exc) and (mapped is None or issubclass(to_exc, mapped)):
-            mapped = to_exc
-    return None if mapped is None else mapped(str(exc))
+    return LaneTransport
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

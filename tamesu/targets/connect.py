@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from tamesu.config.target import ConnectConfig, RESTOpen
     from tamesu.http import FastLane
+    from tamesu.http1 import Answer
     from tamesu.targets.base import TargetContext
 
 __all__ = [
@@ -257,51 +258,43 @@ async def fetch(
     else:
         data = call.body or None
 
-    async def attempt() -> tuple[Any, bytes]:
-        phase, status = "send", 0
+    async def attempt() -> Answer:
+        seen = 0
 
-        async def exchange() -> tuple[Any, bytes]:
-            nonlocal phase, status
-            resp = await lane.send(call.method, call.url, headers, data)
-            if "Set-Cookie" in resp.headers:
-                _keep_cookies(ctx, call, resp.status, resp.headers.getall("Set-Cookie"))
-            try:
-                if _retryable_status(resp.status):
-                    phase, status = "retry", resp.status
-                    try:
-                        body = (await lane.read(resp)).decode("utf-8", "replace")
-                    except Exception:
-                        body = ""
-                    raise Retry(f"agent answered {status}", snippet(body))
-                if on_headers is not None:
-                    on_headers()
-                phase = "read"
-                return resp, await lane.read(resp)
-            finally:
-                resp.release()
+        def on_status(status: int) -> None:
+            nonlocal seen
+            seen = status
+            if on_headers is not None and not _retryable_status(status):
+                on_headers()
 
         try:
-            return await within(exchange(), limit)
+            answer = await within(
+                lane.exchange(call.method, call.url, headers, data, on_status=on_status), limit
+            )
         except asyncio.TimeoutError as exc:
-            if phase == "retry":
-                raise Retry(f"agent answered {status}") from None
-            if phase == "read":
+            if _retryable_status(seen):
+                raise Retry(f"agent answered {seen}") from None
+            if seen:
                 raise TargetError(
                     f"no answer within {fmt_seconds(limit)} from {call.url}", retryable=True
                 ) from None
             raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
-        except http_error as exc:
-            if phase == "read":
-                raise TargetError(f"the answer from {call.url} broke off: {exc}", retryable=True) from None
+        except (http_error, OSError) as exc:
+            if _retryable_status(seen):
+                raise Retry(f"agent answered {seen}") from None
+            if seen:
+                broke = TargetError(f"the answer from {call.url} broke off: {exc}", retryable=True)
+                raise _redacted(ctx, broke) from None
             raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
-        except OSError as exc:
-            if phase == "read":
-                raise
-            raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
+        if "Set-Cookie" in answer.headers:
+            _keep_cookies(ctx, call, answer.status, answer.headers.getall("Set-Cookie"))
+        if _retryable_status(answer.status):
+            raise Retry(f"agent answered {answer.status}", snippet(answer.content.decode("utf-8", "replace")))
+        return answer
 
-    resp, content = await retrying(ctx, policy, attempt)
-    headers = resp.headers
-    return resp.status, headers, content.decode(charset_of(headers.get("content-type")), "replace")
+    answer = await retrying(ctx, policy, attempt)
+    charset = charset_of(answer.headers.get("content-type"))
+    return answer.status, answer.headers, answer.content.decode(charset, "replace")
 
 
 _HTTPX_ERROR: list[type[Exception]] = []
