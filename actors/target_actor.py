@@ -67,34 +67,36 @@ class TargetActor(Actor):
             pass
 
     async def _turn(self, user: UserTurn | None) -> None:
-        sent = self.clock.now()
+        clock = self.clock
+        sent = clock.now()
         if user is not None:
             user = msgspec.structs.replace(user, at=sent)
             await self.send(user)
         first: float | None = None
         final: AgentTurn | None = None
-        answer = self.adapter.turn(user)
-        try:
-            async for msg in answer:
-                now = self.clock.now()
-                if first is None:
-                    first = now
+        whole = await self.adapter.whole_answer(user)
+        if whole is not None:
+            for msg in whole:
+                now = clock.now()
+                first = now if first is None else first
                 if isinstance(msg, AgentTurn):
-                    final = msgspec.structs.replace(
-                        msg,
-                        at=now,
-                        sent_at=msg.sent_at if msg.sent_at is not None else sent,
-                        first_byte_at=msg.first_byte_at if msg.first_byte_at is not None else first,
-                        end_at=msg.end_at if msg.end_at is not None else now,
-                    )
+                    final = _stamped(msg, sent, first, now)
                     break
-                if not msg.at:
-                    msg = msgspec.structs.replace(msg, at=now)
-                await self.send(msg)
-        finally:
-            aclose = getattr(answer, "aclose", None)
-            if aclose is not None:
-                await aclose()
+                await self.send(msg if msg.at else msgspec.structs.replace(msg, at=now))
+        else:
+            answer = self.adapter.turn(user)
+            try:
+                async for msg in answer:
+                    now = clock.now()
+                    first = now if first is None else first
+                    if isinstance(msg, AgentTurn):
+                        final = _stamped(msg, sent, first, now)
+                        break
+                    await self.send(msg if msg.at else msgspec.structs.replace(msg, at=now))
+            finally:
+                aclose = getattr(answer, "aclose", None)
+                if aclose is not None:
+                    await aclose()
         if final is not None:
             # Sent once the answer is closed: what the turn held (a stream) is let go before the
             # user's next turn is made, which on a driven graph happens inside this send.
@@ -105,3 +107,14 @@ class TargetActor(Actor):
             retryable=False,
             kind="adapter",
         )
+
+
+def _stamped(msg: AgentTurn, sent: float, first: float, now: float) -> AgentTurn:
+    """The final answer with the timings its adapter left out."""
+    return msgspec.structs.replace(
+        msg,
+        at=now,
+        sent_at=msg.sent_at if msg.sent_at is not None else sent,
+        first_byte_at=msg.first_byte_at if msg.first_byte_at is not None else first,
+        end_at=msg.end_at if msg.end_at is not None else now,
+    )

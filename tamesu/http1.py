@@ -77,24 +77,29 @@ def _target(url: str) -> _Target:
 
 
 def _head(method: str, target: _Target, headers: Mapping[str, str], length: int | None) -> bytes:
-    """The request line and headers; a header with a line break in it is refused, not sent."""
-    lines = [f"{method} {target.path} HTTP/1.1\r\n"]
-    host = True
-    for name, value in headers.items():
+    """The request line and headers."""
+    block, has_host = _header_block(tuple(headers.items()))
+    host = "" if has_host else f"Host: {target.host_header}\r\n"
+    size = "" if length is None else f"Content-Length: {length}\r\n"
+    return f"{method} {target.path} HTTP/1.1\r\n{host}{block}{size}\r\n".encode()
+
+
+@lru_cache(maxsize=512)
+def _header_block(items: tuple[tuple[str, str], ...]) -> tuple[str, bool]:
+    """The header lines (without the ones the lane writes itself) and whether Host is among them;
+    made once per distinct set of headers. A header with a line break in it is refused, not sent."""
+    lines = []
+    has_host = False
+    for name, value in items:
         low = name.lower()
         if low in _OWN_HEADERS:
             if low != "host":
                 continue
-            host = False
+            has_host = True
         if _BAD_HEADER.search(value) or _BAD_NAME.search(name) or not name:
             raise httpx.LocalProtocolError(f"the header {name!r} cannot be sent: it has a line break")
         lines.append(f"{name}: {value}\r\n")
-    if host:
-        lines.insert(1, f"Host: {target.host_header}\r\n")
-    if length is not None:
-        lines.append(f"Content-Length: {length}\r\n")
-    lines.append("\r\n")
-    return "".join(lines).encode("utf-8")
+    return "".join(lines), has_host
 
 
 class _Connection(asyncio.Protocol):

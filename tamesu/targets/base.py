@@ -80,6 +80,12 @@ class TargetAdapter(ABC):
     def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         """Send one user turn and yield the agent's answer, ending with one AgentTurn."""
 
+    async def whole_answer(self, user: UserTurn | None) -> list[Message] | None:
+        """The whole answer to one user turn when it comes at once (one request, one body),
+        ending with one AgentTurn; None: this turn streams, use ``turn``. A turn's hot path,
+        so an agent answering in one piece needs no async generator."""
+        return None
+
     async def stop(self) -> None:  # noqa: B027  (optional hook)
         """Close connections; must not raise."""
 

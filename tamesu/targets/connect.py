@@ -20,6 +20,7 @@ from tamesu.clock import within
 from tamesu.durations import parse_duration
 from tamesu.errors import TargetError
 from tamesu.http import charset_of, describe_http_error, is_connect_error, is_timeout
+from tamesu.templates import render, render_text
 
 if TYPE_CHECKING:
     import httpx
@@ -118,7 +119,7 @@ async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class HttpCall:
     """One HTTP request of a target, already rendered."""
 
@@ -350,13 +351,11 @@ def render_call(
     default_method: str = "POST",
 ) -> HttpCall:
     """Render url, headers and body templates into an ``HttpCall``."""
-    from tamesu.templates import render, render_text
-
     return HttpCall(
-        method=(method or default_method).upper(),
-        url=render_text(url, scope),
-        headers={str(k): render_text(v, scope) for k, v in (headers or {}).items()},
-        body=render(body, scope) if body is not None else None,
+        (method or default_method).upper(),
+        render_text(url, scope),
+        {str(k): render_text(v, scope) for k, v in headers.items()} if headers else {},
+        render(body, scope) if body is not None else None,
     )
 
 

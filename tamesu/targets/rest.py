@@ -125,6 +125,17 @@ class RestTarget(TargetAdapter):
         except JSONPathError as exc:
             raise TargetError(self.ctx.redactor.redact(str(exc)), retryable=False) from None
 
+    async def whole_answer(self, user: UserTurn | None) -> list[Message] | None:
+        if not self._plain():
+            return None
+        scope = self.ctx.scope.child({"message": "" if user is None else user.text})
+        try:
+            return await self._plain_answer(user, scope)
+        except TargetError as exc:
+            raise self._redacted(exc) from None
+        except JSONPathError as exc:
+            raise TargetError(self.ctx.redactor.redact(str(exc)), retryable=False) from None
+
     def _plain(self) -> bool:
         """Whether turns are one request answered by one whole body (no poll, listener, stream)."""
         return (
