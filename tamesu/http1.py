@@ -264,7 +264,10 @@ class Pool:
         on_status: Callable[[int], None] | None = None,
     ) -> Answer:
         """Send one request and read its whole answer. ``on_status`` is called with the status
-        as soon as the headers of the final answer have arrived (for time to first byte)."""
+        as soon as the headers of the final answer have arrived (for time to first byte).
+        HEAD is not taken: llhttp cannot be told that its answer has no body."""
+        if method == "HEAD":
+            raise ValueError("HEAD requests go through httpx, not the fast lane")
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
         target = _target(url)

@@ -197,6 +197,8 @@ async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent(raw
     finally:
         pool.close()
     assert agent.requests == []
+    with pytest.raises(ValueError, match="HEAD"):
+        await Pool().request("HEAD", url, {}, None)
 
 
 async def test_a_cancelled_exchange_closes_its_connection(raw) -> None:  # type: ignore[no-untyped-def]

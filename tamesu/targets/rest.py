@@ -191,7 +191,7 @@ class RestTarget(TargetAdapter):
         call = self.turn_call(scope)
         builder = self.builder(sent_at=self.ctx.clock.now())
         lane = fast_lane(self.ctx.http)
-        if lane is not None:
+        if lane is not None and call.method != "HEAD":  # llhttp cannot be told a HEAD answer has no body
             status, headers, text = await fetch(
                 self.ctx, self.policy, call, lane, on_headers=builder.first_byte
             )
