@@ -39,6 +39,8 @@ class TargetActor(Actor):
         self.session = session
         self.started = False
         self.stopped = False
+        self._first: float | None = None
+        """When the first message of the current turn's answer came."""
 
     def now(self) -> float:
         return self.clock.now()
@@ -66,33 +68,34 @@ class TargetActor(Actor):
         except Exception:
             pass
 
+    async def _pass_on(self, msg: Message, sent: float) -> AgentTurn | None:
+        """Send one message of the answer on; the final AgentTurn is returned stamped, not sent."""
+        now = self.clock.now()
+        if self._first is None:
+            self._first = now
+        if isinstance(msg, AgentTurn):
+            return _stamped(msg, sent, self._first, now)
+        await self.send(msg if msg.at else msgspec.structs.replace(msg, at=now))
+        return None
+
     async def _turn(self, user: UserTurn | None) -> None:
-        clock = self.clock
-        sent = clock.now()
+        sent = self.clock.now()
         if user is not None:
             user = msgspec.structs.replace(user, at=sent)
             await self.send(user)
-        first: float | None = None
+        self._first = None
         final: AgentTurn | None = None
         whole = await self.adapter.whole_answer(user)
         if whole is not None:
             for msg in whole:
-                now = clock.now()
-                first = now if first is None else first
-                if isinstance(msg, AgentTurn):
-                    final = _stamped(msg, sent, first, now)
+                if (final := await self._pass_on(msg, sent)) is not None:
                     break
-                await self.send(msg if msg.at else msgspec.structs.replace(msg, at=now))
         else:
             answer = self.adapter.turn(user)
             try:
                 async for msg in answer:
-                    now = clock.now()
-                    first = now if first is None else first
-                    if isinstance(msg, AgentTurn):
-                        final = _stamped(msg, sent, first, now)
+                    if (final := await self._pass_on(msg, sent)) is not None:
                         break
-                    await self.send(msg if msg.at else msgspec.structs.replace(msg, at=now))
             finally:
                 aclose = getattr(answer, "aclose", None)
                 if aclose is not None:
