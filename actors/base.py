@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tamesu.errors import BudgetExceeded, ModelError, SecretError, TargetError, TemplateError
@@ -50,14 +50,17 @@ class Mailbox:
     whose data queue is full. Waiters are woken like ``asyncio.Queue`` wakes them, one at a time.
     """
 
+    __slots__ = ("_control", "_data", "_getters", "_putters", "maxsize")
+
     def __init__(self, maxsize: int = 64) -> None:
         if maxsize < 1:
             raise ValueError("a mailbox needs room for at least one message")
         self.maxsize = maxsize
         self._control: deque[Message] = deque()
         self._data: deque[Message] = deque()
-        self._getters: deque[asyncio.Future[None]] = deque()
-        self._putters: deque[asyncio.Future[None]] = deque()
+        self._getters: deque[asyncio.Future[None]] | None = None
+        self._putters: deque[asyncio.Future[None]] | None = None
+        """Who waits for a message or for room: made on the first wait (a driven actor never waits)."""
 
     def __len__(self) -> int:
         return len(self._control) + len(self._data)
@@ -70,6 +73,8 @@ class Mailbox:
         """Queue a message; a data message waits while the mailbox is full."""
         if not is_control(msg):
             while self.full():
+                if self._putters is None:
+                    self._putters = deque()
                 await self._wait(self._putters, ready=lambda: not self.full())
         self.put_nowait(msg)
 
@@ -85,6 +90,8 @@ class Mailbox:
     async def get(self) -> Message:
         """The next control message if any is waiting, else the oldest data message."""
         while not self:
+            if self._getters is None:
+                self._getters = deque()
             await self._wait(self._getters, ready=lambda: bool(self))
         if self._control:
             return self._control.popleft()
@@ -137,7 +144,7 @@ class Mailbox:
             raise
 
 
-def _wake_one(waiters: deque[asyncio.Future[None]]) -> None:
+def _wake_one(waiters: deque[asyncio.Future[None]] | None) -> None:
     while waiters:
         fut = waiters.popleft()
         if not fut.done():
@@ -180,6 +187,10 @@ class Actor:
     """
 
     drivable: ClassVar[bool] = False
+    sync_handlers: ClassVar[Mapping[type, Callable[[Any, Any], None]] | None] = None
+    """Message types (never SessionEnd or ErrorMsg) this actor handles without awaiting anything,
+    and the function (of the actor and the message) that does what ``handle`` does with them: an
+    idle driven actor then handles such a message at once, without a coroutine for it."""
 
     def __init__(
         self,
@@ -215,32 +226,52 @@ class Actor:
     async def deliver(self, msg: Message) -> None:
         """Put a message in this actor's mailbox (through the boundary, when there is one); a
         driven actor that is idle handles it at once."""
+        pending = self._accept(msg)
+        if pending is not None:
+            await pending
+
+    def _accept(self, msg: Message) -> Awaitable[None] | None:
+        """What ``deliver`` does, decided now: None when that is all, else what the caller awaits
+        at once (in it an idle driven actor handles the message). ``send`` calls it directly: a
+        coroutine less on every hop of a conversation, two for a message handled at once."""
         if self.boundary is not None:
             msg = self.boundary(msg)
         if not self.driven:
-            await self.inbox.put(msg)
-            return
+            return self.inbox.put(msg)
         if self._ended:
-            return
+            return None
         if self._busy is None and self._started:
             if self.inbox._control or self.inbox._data:
                 self.inbox.force(msg)
-                await self._process(None)
-            else:
-                await self._process(msg)
+                return self._process(None)
+            handler = None if self.sync_handlers is None else self.sync_handlers.get(type(msg))
+            if handler is None:
+                return self._process(msg)
+            try:
+                handler(self, msg)
+            except Exception as exc:
+                return self._fail(exc)
         elif is_control(msg) or not self.inbox.full():
             self.inbox.put_nowait(msg)
         elif not self._started or self._busy is True or self._busy is asyncio.current_task():
             self.inbox.force(msg)
         else:
-            await self.inbox.put(msg)
-            if self._busy is None and self._started and not self._ended:
-                await self._process(None)
+            return self._put_then_process(msg)
+        return None
+
+    async def _put_then_process(self, msg: Message) -> None:
+        """A busy driven actor's full mailbox: wait for room, then handle what is queued if the
+        actor went idle meanwhile."""
+        await self.inbox.put(msg)
+        if self._busy is None and self._started and not self._ended:
+            await self._process(None)
 
     async def send(self, msg: Message) -> None:
         """Push a message to every output, waiting while one of them is full."""
         for out in self.outputs:
-            await out.deliver(msg)
+            pending = out._accept(msg)
+            if pending is not None:
+                await pending
 
     async def start(self) -> None:
         """Before the first message."""
@@ -276,53 +307,63 @@ class Actor:
             await self.stop()
 
     async def _begin(self) -> None:
-        """A driven actor's start, then whatever was queued for it meanwhile."""
+        """A driven actor's start (when it has one of its own), then whatever was queued for it
+        meanwhile."""
         self._busy = asyncio.current_task() if self._tasks else True
         try:
-            try:
+            if type(self).start is not Actor.start:
                 await self.start()
-            except Exception as exc:
-                self._ended = True
-                await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
-            finally:
-                self._started = True
-            await self._handle_all(None)
         except Exception as exc:
-            self._die(exc)
+            self._ended = True
+            try:
+                await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
+            except Exception as died:
+                self._die(died)
         finally:
+            self._started = True
             self._busy = None
+        if self.inbox._control or self.inbox._data:
+            await self._process(None)
 
     async def _process(self, msg: Message | None) -> None:
-        """Handle ``msg`` (None: nothing new) and everything queued after it, in the caller's task."""
+        """Handle ``msg`` (None: nothing new) and then the mailbox until it is empty or the session
+        ended, as ``run`` handles them, in the caller's task; an exception from ``on_end`` means
+        the actor died."""
+        inbox = self.inbox
         self._busy = asyncio.current_task() if self._tasks else True
         try:
-            await self._handle_all(msg)
+            while not self._ended:
+                if msg is None:
+                    if not (inbox._control or inbox._data):
+                        return
+                    msg = inbox.get_nowait()
+                try:
+                    if isinstance(msg, (SessionEnd, ErrorMsg)):
+                        for queued in inbox.take_data():
+                            await self.handle(queued)
+                        self._ended = True
+                        await self.on_end(msg)
+                        return
+                    await self.handle(msg)
+                except Exception as exc:
+                    self._ended = True
+                    await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
+                msg = None
         except Exception as exc:
             self._die(exc)
         finally:
             self._busy = None
 
-    async def _handle_all(self, msg: Message | None) -> None:
-        """``msg`` and then the mailbox until it is empty or the session ended, as ``run`` handles
-        them; an exception from ``on_end`` escapes (the actor then died)."""
-        inbox = self.inbox
-        while not self._ended:
-            if msg is None:
-                if not (inbox._control or inbox._data):
-                    return
-                msg = inbox.get_nowait()
-            try:
-                if isinstance(msg, (SessionEnd, ErrorMsg)):
-                    for queued in inbox.take_data():
-                        await self.handle(queued)
-                    self._ended = True
-                    await self.on_end(msg)
-                    return
-                await self.handle(msg)
-            except Exception as exc:
-                self._ended = True
-                await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
-            msg = None
+    async def _fail(self, exc: Exception) -> None:
+        """A message handled at once raised: the session ends with the error, as in ``_process``."""
+        self._busy = asyncio.current_task() if self._tasks else True
+        self._ended = True
+        try:
+            await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
+        except Exception as died:
+            self._die(died)
+        finally:
+            self._busy = None
 
     def _die(self, exc: BaseException) -> None:
         self._ended = True

@@ -28,7 +28,9 @@ import msgspec
 from tamesu.assertions.base import AssertionContext, AssertionResult, evaluate
 from tamesu.clock import within
 from tamesu.durations import format_duration, parse_duration
+from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
+from tamesu.simulator import make_simulator
 from tamesu.templates import Scope, render_text
 from tamesu.transcript import Transcript
 
@@ -95,7 +97,7 @@ class RunGraph:
             started_at=float(getattr(self.clock, "started_wall", 0.0)),
         )
         self._secrets = _Secrets(spec, services, self.secrets)
-        self.scope = Scope({"vars": dict(spec.vars)}, resolvers={"secrets": self._secrets})
+        self.scope = Scope({"vars": spec.vars}, resolvers={"secrets": self._secrets})
         self._simulator = simulator
         self._opts: dict[str, Any] = {
             "maxsize": maxsize,
@@ -207,9 +209,11 @@ class RunGraph:
         target_actor = TargetActor(
             self.adapter, clock=self.clock, run_id=spec.run_id, session=session, **self._opts
         )
+        # a simulator done with the transcript before it returns reads the one being recorded
+        reads_at_once = getattr(simulator, "reads_at_once", False)
         sim_actor = SimulatorActor(
             simulator,
-            transcript=self.recorder.snapshot,
+            transcript=self.recorder.live if reads_at_once else self.recorder.snapshot,
             clock=self.clock,
             max_turns=max_turns,
             agent_speaks_first=self.adapter.agent_speaks_first,
@@ -249,8 +253,6 @@ class RunGraph:
         return render_text(template, scope) if template else str(uuid.uuid4())
 
     def _make_simulator(self, counterpart: TargetAdapter | None) -> UserSimulator:
-        from tamesu.simulator import make_simulator
-
         return make_simulator(
             self.spec, self.scope, router=self.router, ledger=self.ledger, counterpart=counterpart
         )
@@ -315,8 +317,6 @@ class RunGraph:
         (a target's own measurement wins), and the run's model spend."""
         metrics: dict[str, float] = {}
         try:
-            from tamesu.metrics import compute_metrics
-
             metrics.update(compute_metrics(self.transcript))
         except Exception:
             pass
@@ -348,21 +348,20 @@ class RunGraph:
         return list(await asyncio.gather(*(self._assert(item, ctx) for item in named)))
 
     async def _assert(self, named: NamedAssertion, ctx: AssertionContext) -> AssertionResult:
-        item = named.item
-        on_turn = getattr(item, "on_turn", None)
+        on_turn = getattr(named.item, "on_turn", None)
         if on_turn is None:
-            return await evaluate(item.kind, item.spec, ctx, name=named.name)
+            return await evaluate(named.kind, named.spec, ctx, name=named.name)
         view = turn_view(self.transcript, on_turn)
         if view is None:
             count = len(self.transcript.agent_turns())
             result = AssertionResult(
                 name=named.name,
-                kind=item.kind,
+                kind=named.kind,
                 passed=False,
                 message=f"on_turn {on_turn}: the run has {count} agent turn(s)",
             )
         else:
-            result = await evaluate(item.kind, item.spec, replace(ctx, transcript=view), name=named.name)
+            result = await evaluate(named.kind, named.spec, replace(ctx, transcript=view), name=named.name)
         result.on_turn = on_turn
         return result
 
@@ -452,11 +451,19 @@ _path = lru_cache(maxsize=256)(Path)
 
 def _new_ledger() -> UsageLedger | None:
     """The run's own model usage (None where the model layer is not installed)."""
-    try:
-        from tamesu.models.usage import UsageLedger
-    except ImportError:
-        return None
-    return UsageLedger()
+    global _ledger_class
+    if _ledger_class is None:
+        try:
+            from tamesu.models.usage import UsageLedger
+        except ImportError:
+            _ledger_class = False
+        else:
+            _ledger_class = UsageLedger
+    return _ledger_class() if _ledger_class else None
+
+
+_ledger_class: Any = None
+"""``UsageLedger`` once looked up (False: the model layer is not installed)."""
 
 
 _T = TypeVar("_T")
@@ -469,14 +476,16 @@ def _redacted_copy(value: _T, cls: type[_T], redactor: Redactor) -> _T:
 
 
 async def _shutdown(tasks: list[asyncio.Task[None]], driven: list[Actor]) -> None:
-    """Cancel the actors' tasks and stop the driven actors, giving them ``STOP_GRACE`` seconds."""
+    """Cancel the actors' tasks and stop the driven actors, giving them ``STOP_GRACE`` seconds
+    (an actor whose ``stop`` is the base one has nothing to stop)."""
     for task in tasks:
         task.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=STOP_GRACE)
-    if driven:
+    stopping = [actor for actor in driven if type(actor).stop is not Actor.stop]
+    if stopping:
         with contextlib.suppress(asyncio.TimeoutError):
-            await within(_stop_all(driven), STOP_GRACE)
+            await within(_stop_all(stopping), STOP_GRACE)
 
 
 async def _stop_all(actors: list[Actor]) -> None:

@@ -22,6 +22,7 @@ from .base import Actor
 from .messages import (
     AgentPartial,
     AgentTurn,
+    AudioSpan,
     Dtmf,
     ErrorMsg,
     Event,
@@ -58,6 +59,10 @@ def json_path_values(path: str, data: Any) -> list[Any]:
     return find_in_message(path, data)
 
 
+def _segments(spans: Sequence[AudioSpan]) -> list[AudioSegment]:
+    return [AudioSegment(start=s.start, end=s.end, channel=s.channel, text=s.text) for s in spans]
+
+
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -84,6 +89,8 @@ class Recorder(Actor):
         self.scope = scope
         self.clock = clock
         self.captures = list(captures)
+        self._extracts = bool(self.captures) and any(getattr(cap, "extract", None) for cap in self.captures)
+        """Some capture needs a model (``extract``): only then is an agent turn awaited for it."""
         self.handoff_signal = handoff_signal
         self.finished = asyncio.Event()
         """Set when the session ended or failed."""
@@ -96,6 +103,9 @@ class Recorder(Actor):
         self._turn_started: float | None = None
         self._handoff_this_turn = False
         self._skipped: set[str] = set()
+        self._user_turns = len(transcript.user_turns()) if transcript.turns else 0
+        self._agent_turns = len(transcript.agent_turns()) if transcript.turns else 0
+        """Turns of each role so far (each new turn's ``index`` is the next)."""
         self.router: Any = None
         """The run's model router, set by the graph; ``extract`` captures need it."""
         self.ledger: Any = None
@@ -106,7 +116,8 @@ class Recorder(Actor):
     async def handle(self, msg: Message) -> None:
         if isinstance(msg, AgentTurn):
             self._agent_turn(msg)
-            await self._extract(self.transcript.turns[-1])
+            if self._extracts:
+                await self._extract(self.transcript.turns[-1])
             await self.send(msg)
             return
         handler = _HANDLERS.get(type(msg))
@@ -147,21 +158,25 @@ class Recorder(Actor):
         t = self.transcript
         return msgspec.structs.replace(t, turns=list(t.turns), captures=dict(t.captures))
 
+    def live(self) -> Transcript:
+        """The transcript itself, for a reader that is done with it before the next turn arrives."""
+        return self.transcript
+
     def _session_start(self, msg: SessionStart) -> None:
         self.transcript.events.append({"type": "session_start", "at": msg.at, "session": msg.session})
 
     def _user_turn(self, msg: UserTurn) -> None:
-        index = len(self.transcript.user_turns()) + 1
+        self._user_turns += 1
         self.transcript.turns.append(
             Turn(
                 role="user",
                 text=msg.text,
-                index=index,
+                index=self._user_turns,
                 source=msg.source,
                 reasoning=msg.reasoning,
                 data=msg.data,
                 sent_at=msg.at,
-                dtmf=(msg.data or {}).get("dtmf"),
+                dtmf=msg.data.get("dtmf") if msg.data else None,
             )
         )
 
@@ -193,7 +208,7 @@ class Recorder(Actor):
     def _handoff(self, msg: Handoff) -> None:
         self._handoff_this_turn = True
         if self.transcript.handoff is None:
-            turn = len(self.transcript.agent_turns()) + 1
+            turn = self._agent_turns + 1
             self.transcript.handoff = HandoffInfo(turn=turn, to=msg.to, summary=msg.summary)
 
     def _dtmf(self, msg: Dtmf) -> None:
@@ -213,10 +228,11 @@ class Recorder(Actor):
         self.transcript.events.append({**msg.data, "type": msg.name, "at": msg.at})
 
     def _agent_turn(self, msg: AgentTurn, *, complete: bool = True) -> None:
+        self._agent_turns += 1
         turn = Turn(
             role="agent",
             text=msg.text or "".join(self._partials),
-            index=len(self.transcript.agent_turns()) + 1,
+            index=self._agent_turns,
             tool_calls=self._tools,
             raw=self._raw,
             status=msg.status if msg.status is not None else self._status,
@@ -224,12 +240,18 @@ class Recorder(Actor):
             first_byte_at=msg.first_byte_at,
             end_at=msg.end_at if complete else None,
             first_audio_at=msg.first_audio_at,
-            audio=[AudioSegment(start=s.start, end=s.end, channel=s.channel, text=s.text) for s in msg.audio],
+            audio=_segments(msg.audio) if msg.audio else [],
         )
         self.transcript.turns.append(turn)
-        if complete and not self._handoff_this_turn and self.transcript.handoff is None:
+        if (
+            complete
+            and self.handoff_signal is not None
+            and not self._handoff_this_turn
+            and self.transcript.handoff is None
+        ):
             self._detect_handoff(turn)
-        self._capture(turn)
+        if self.captures:
+            self._capture(turn)
         if msg.done:
             self.transcript.events.append({"type": "agent_done", "at": msg.at, "turn": turn.index})
         self._partials, self._tools, self._raw = [], [], []
@@ -338,4 +360,6 @@ _HANDLERS: dict[type, Callable[[Recorder, Any], None]] = {
     Event: Recorder._event,
 }
 """What the recorder does with each data message other than an AgentTurn (a table of the class's
-functions, not of bound methods: those would tie every recorder into a reference cycle)."""
+functions, not of bound methods: those would tie every recorder into a reference cycle). None of
+them awaits anything, so an idle recorder handles these messages the moment they arrive."""
+Recorder.sync_handlers = _HANDLERS

@@ -34,6 +34,10 @@ def make_http_client(*, timeout: float | None = None) -> httpx.AsyncClient:
     return make_client(timeout=timeout)
 
 
+_IDENTITIES = 64
+"""How many ``models`` objects ``router_for`` remembers by identity (a Ray worker sees new copies)."""
+
+
 @dataclass
 class RunServices:
     """Shared by the runs of one process; ``secrets`` are resolved values, redacted from then on."""
@@ -53,6 +57,9 @@ class RunServices:
     """Makes the router for a ``models:`` configuration (credentials, providers, cache); see
     ``tamesu.models.setup.RouterFactory``."""
     _routers: dict[str, Any] = field(default_factory=dict, repr=False)
+    _by_identity: dict[int, tuple[Any, ModelRouter | None]] = field(default_factory=dict, repr=False)
+    """The router of each ``models`` object seen lately: the runs of a plan share one object, so
+    the configuration is serialised to find its router once, not on every run."""
 
     def __post_init__(self) -> None:
         for value in self.secrets.values():
@@ -64,6 +71,16 @@ class RunServices:
             return self.models
         if models is None:
             return None
+        seen = self._by_identity.get(id(models))
+        if seen is not None and seen[0] is models:
+            return seen[1]
+        router = self._router(models)
+        if len(self._by_identity) >= _IDENTITIES:
+            self._by_identity.clear()
+        self._by_identity[id(models)] = (models, router)
+        return router
+
+    def _router(self, models: Any) -> ModelRouter | None:
         if self.router_factory is not None:
             return self.router_factory(models)
         key = models.model_dump_json() if hasattr(models, "model_dump_json") else repr(models)

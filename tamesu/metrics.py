@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tamesu.transcript import Transcript, Turn
+    from tamesu.transcript import Transcript
 
 __all__ = [
     "ALIASES",
@@ -55,54 +55,46 @@ def percentile(values: Iterable[float], p: float) -> float | None:
     return _sorted_percentile(data, p)
 
 
-def _agent_turns_with_user(t: Transcript) -> list[tuple[Turn, Turn | None]]:
-    """Each agent turn with the user turn it answers (the latest user turn before it)."""
-    out: list[tuple[Turn, Turn | None]] = []
-    last_user: Turn | None = None
+def _timings(t: Transcript) -> tuple[list[float], list[float], list[float]]:
+    """Per agent turn, in one pass over the turns: its latency, time to first audio and response
+    time (ms), each measured from when the user's message was sent (the agent turn's own ``sent_at``,
+    else the latest user turn's before it)."""
+    latency: list[float] = []
+    first_audio: list[float] = []
+    response: list[float] = []
+    user_sent: float | None = None
     for turn in t.turns:
         if turn.role == "user":
-            last_user = turn
-        else:
-            out.append((turn, last_user))
-    return out
-
-
-def _sent_at(agent: Turn, user: Turn | None) -> float | None:
-    if agent.sent_at is not None:
-        return agent.sent_at
-    return None if user is None else user.sent_at
+            user_sent = turn.sent_at
+            continue
+        sent = turn.sent_at if turn.sent_at is not None else user_sent
+        if sent is None:
+            continue
+        first = turn.first_audio_at or turn.first_byte_at or turn.end_at
+        if first is not None:
+            latency.append((first - sent) * 1000.0)
+        if turn.first_audio_at is not None:
+            first_audio.append((turn.first_audio_at - sent) * 1000.0)
+        if turn.end_at is not None:
+            response.append((turn.end_at - sent) * 1000.0)
+    return latency, first_audio, response
 
 
 def _latencies(t: Transcript) -> list[float]:
     """Per agent turn: the user's message sent -> the agent's first audio or first byte (or its end)."""
-    out: list[float] = []
-    for agent, user in _agent_turns_with_user(t):
-        if agent.latency_ms is not None:
-            out.append(agent.latency_ms)
-            continue
-        sent = _sent_at(agent, user)
-        first = agent.first_audio_at or agent.first_byte_at or agent.end_at
-        if sent is not None and first is not None:
-            out.append((first - sent) * 1000.0)
-    return out
+    return _timings(t)[0]
 
 
 def _first_audio(t: Transcript) -> list[float]:
-    out: list[float] = []
-    for agent, user in _agent_turns_with_user(t):
-        sent = _sent_at(agent, user)
-        if sent is not None and agent.first_audio_at is not None:
-            out.append((agent.first_audio_at - sent) * 1000.0)
-    return out
+    return _timings(t)[1]
 
 
 def _response(t: Transcript) -> list[float]:
-    out: list[float] = []
-    for agent, user in _agent_turns_with_user(t):
-        sent = _sent_at(agent, user)
-        if sent is not None and agent.end_at is not None:
-            out.append((agent.end_at - sent) * 1000.0)
-    return out
+    return _timings(t)[2]
+
+
+_ONE_PASS: dict[Callable[[Transcript], list[float]], int] = {_latencies: 0, _first_audio: 1, _response: 2}
+"""The series ``_timings`` gives at once (``compute_metrics`` reads the turns once for all three)."""
 
 
 def _pct(series: Callable[[Transcript], list[float]], p: float) -> Compute:
@@ -145,19 +137,27 @@ def _series(name: str, what: str, series: Callable[[Transcript], list[float]]) -
     }  # fmt: skip
 
 
-def _stats(values: list[float]) -> dict[str, float]:
-    """Every statistic of a series at once, each equal to what its metric's own ``compute`` gives."""
-    if not values:
-        return {}
+def _stats(values: list[float]) -> tuple[float, ...]:
+    """Every statistic of a non-empty series at once, in ``_STATS`` order, each equal to what its
+    metric's own ``compute`` gives (the percentiles are ``_sorted_percentile``'s arithmetic)."""
     ordered = sorted(values)
-    return {
-        "p50": _sorted_percentile(ordered, 50.0),
-        "p90": _sorted_percentile(ordered, 90.0),
-        "p95": _sorted_percentile(ordered, 95.0),
-        "p99": _sorted_percentile(ordered, 99.0),
-        "max": max(values),
-        "mean": sum(values) / len(values),
-    }
+    last = len(ordered) - 1
+    out: list[float] = []
+    for p in _PERCENTILES:
+        if last == 0:
+            out.append(ordered[0])
+            continue
+        rank = last * p / 100.0
+        low = int(rank)
+        high = low + 1 if low < last else last
+        out.append(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
+    out.append(max(values))
+    out.append(sum(values) / len(values))
+    return tuple(out)
+
+
+_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+"""p50, p90, p95 and p99: the first four of ``_STATS``."""
 
 
 def _sorted_percentile(data: list[float], p: float) -> float:
@@ -263,24 +263,33 @@ def metric_names() -> list[str]:
     return sorted(METRICS)
 
 
-_Plan = list[tuple[str, "Compute | None", "Callable[[Transcript], list[float]] | None", str]]
-_plan: tuple[list[str], list[Metric], _Plan] | None = None
+_Series = Callable[["Transcript"], list[float]]
+_Step = tuple[str, "Compute | None", "_Series | None", list[tuple[str, int]]]
+"""A plain metric (name, compute, None, []) or a series with its statistics' metrics
+("", None, series, [(name, where the statistic is in ``_STATS``), ...])."""
+_plan: tuple[list[str], list[Metric], list[_Step]] | None = None
 
 
-def _compute_plan() -> _Plan:
-    """The table as steps (name, compute, series, stat), made again only when the table changed."""
+def _compute_plan() -> list[_Step]:
+    """The table as steps, each series once with all its statistics, made again only when the
+    table changed."""
     global _plan
     names, metrics = list(METRICS), list(METRICS.values())
     if _plan is not None and _plan[0] == names and _plan[1] == metrics:  # identity first: cheap
         return _plan[2]
-    steps: _Plan = []
+    steps: list[_Step] = []
+    by_series: dict[_Series, list[tuple[str, int]]] = {}
     for name, metric in METRICS.items():
         if metric.compute is None:
             continue
         if metric.series is not None and metric.stat in _STATS:
-            steps.append((name, None, metric.series, metric.stat))
+            wanted = by_series.get(metric.series)
+            if wanted is None:
+                wanted = by_series[metric.series] = []
+                steps.append(("", None, metric.series, wanted))
+            wanted.append((name, _STATS.index(metric.stat)))
         else:
-            steps.append((name, metric.compute, None, ""))
+            steps.append((name, metric.compute, None, []))
     _plan = (names, metrics, steps)
     return steps
 
@@ -288,20 +297,28 @@ def _compute_plan() -> _Plan:
 def compute_metrics(transcript: Transcript) -> dict[str, float]:
     """Every computed metric that has a value in this run (recorded ones are left to their source).
 
-    Each per-turn series is read once for all its statistics (this runs once per run).
+    Each per-turn series is read once for all its statistics, and the built-in ones in one pass
+    over the turns (this runs once per run).
     """
     out: dict[str, float] = {}
-    read: dict[Callable[[Transcript], list[float]], dict[str, float]] = {}
-    for name, compute, series, stat in _compute_plan():
+    timings: tuple[list[float], list[float], list[float]] | None = None
+    for name, compute, series, wanted in _compute_plan():
         if series is None:
             value = compute(transcript)  # type: ignore[misc]
+            if value is not None:
+                out[name] = float(value)
+            continue
+        slot = _ONE_PASS.get(series)
+        if slot is None:
+            values = series(transcript)
         else:
-            stats = read.get(series)
-            if stats is None:
-                stats = read[series] = _stats(series(transcript))
-            value = stats.get(stat)
-        if value is not None:
-            out[name] = float(value)
+            if timings is None:
+                timings = _timings(transcript)
+            values = timings[slot]
+        if values:
+            stats = _stats(values)
+            for metric_name, at in wanted:
+                out[metric_name] = float(stats[at])
     return out
 
 

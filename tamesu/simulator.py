@@ -94,6 +94,10 @@ class ScriptedUser:
     turns, or when the agent ended the session.
     """
 
+    reads_at_once = True
+    """``next_turn`` is done with the transcript before it returns (it awaits nothing), so the run
+    may hand it the transcript being recorded rather than a copy."""
+
     def __init__(
         self,
         scenario: Scenario | None,
@@ -105,13 +109,18 @@ class ScriptedUser:
         self.steps: list[ScriptStep] = list(scenario.script or []) if scenario is not None else []
         self.scope = scope
         self.max_turns = max_turns
-        self.suite_dir = Path(suite_dir)
+        self._suite_dir = suite_dir
         self.sent = 0
         self.end_reason: str | None = None
         self.waiting = False
         self._pos = 0
         self._seen = 0
         """Agent turns before this position in the transcript were used by a wait_for already."""
+
+    @property
+    def suite_dir(self) -> Path:
+        """The folder script files are relative to (made a Path only for a script that sends files)."""
+        return Path(self._suite_dir)
 
     @property
     def script_done(self) -> bool:
@@ -172,7 +181,7 @@ class ScriptedUser:
         return UserTurn(
             text=render_text(step.say, scope) if step.say is not None else "",
             data=data,
-            files=[self._file(f) for f in step.files or []],
+            files=[self._file(f) for f in step.files] if step.files else [],
             source="script",
             reasoning=None,
         )

@@ -37,6 +37,7 @@ NAMESPACES = (
     "vars", "secrets", "env", "faker", "session", "captured", "args", "sent", "remote", "listen", "sip",
 )  # fmt: skip
 """Names whose members are written ``{{ns.member}}``."""
+_NAMESPACES = frozenset(NAMESPACES)
 DYNAMIC_NAMES = ("uuid", "now")
 """Names computed at each rendering."""
 
@@ -86,7 +87,7 @@ class Scope:
 
     def set(self, name: str, value: Any) -> None:
         """Set ``name``; a mapping value under a namespace name sets each member (``vars`` -> ``vars.x``)."""
-        if name in NAMESPACES and isinstance(value, Mapping):
+        if name in _NAMESPACES and isinstance(value, Mapping):
             for key, member in value.items():
                 self._values[f"{name}.{key}"] = member
         else:

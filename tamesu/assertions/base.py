@@ -98,7 +98,7 @@ async def evaluate(
     """Run one evaluator, sync or async, and never let it raise."""
     try:
         result = assertions.get(kind)(spec, ctx)
-        if inspect.isawaitable(result):
+        if type(result) is not AssertionResult and inspect.isawaitable(result):
             result = await result
     except Exception as exc:
         result = AssertionResult.failed_to_evaluate(f"{type(exc).__name__}: {exc}")

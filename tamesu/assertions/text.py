@@ -24,6 +24,11 @@ def _no_agent_turns() -> AssertionResult:
     return AssertionResult.of(False, actual=None, message="the agent said nothing (no agent turn)")
 
 
+def _joined(turns: list[Turn]) -> str:
+    """What ``Transcript.agent_text`` gives, from the agent turns already in hand."""
+    return "\n".join(t.text for t in turns)
+
+
 def _describe(found: tuple[int, Turn] | None) -> str:
     if found is None:
         return ""
@@ -36,7 +41,7 @@ def contains(spec: str, ctx: AssertionContext) -> AssertionResult:
     turns = ctx.transcript.agent_turns()
     if not turns:
         return _no_agent_turns()
-    if text_pattern(spec).search(ctx.transcript.agent_text()):
+    if text_pattern(spec).search(_joined(turns)):
         return AssertionResult.of(True, expected=spec)
     seen = _describe(closest_turn(spec, turns))
     return AssertionResult.of(
@@ -77,7 +82,7 @@ def regex(spec: str, ctx: AssertionContext) -> AssertionResult:
     turns = ctx.transcript.agent_turns()
     if not turns:
         return _no_agent_turns()
-    text = ctx.transcript.agent_text()
+    text = _joined(turns)
     m = compiled.search(text)
     if m:
         return AssertionResult.of(True, expected=spec, actual=shorten(m.group(0)))

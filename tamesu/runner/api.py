@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import os
 import signal
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -237,7 +238,7 @@ def _plan(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
         changes["timeout"] = float(opts.timeout)
     if opts.seed is not None:
         changes["seed"] = opts.seed
-    return [dataclasses.replace(s, **changes) for s in specs] if changes else specs
+    return [s.evolve(**changes) for s in specs] if changes else specs
 
 
 def _setup(loaded: LoadedSuite, redactor: Redactor) -> SuiteSetup:
@@ -346,7 +347,7 @@ async def _schedule(
         http=services.http,
         fail_fast=opts.fail_fast,
     )
-    with interrupt_on_signals(scheduler):
+    with interrupt_on_signals(scheduler), _collector_set_for_runs():
         try:
             return await scheduler.run(todo)
         finally:
@@ -370,6 +371,38 @@ def _router_factory(
         cache = str(base / ".tamesu-cache" / "models") if opts.cache is True else str(opts.cache)
     base_dirs = [str(s.dir) for s in setups.values()] + ([str(project_dir)] if project_dir else [])
     return RouterFactory.for_project(project, secrets=secrets, cache_dir=cache, base_dirs=base_dirs)
+
+
+_YOUNG_THRESHOLD = 7000
+"""Allocations between two collections of the youngest generation while runs go on (Python's
+default, 700, collects every few runs: each time it walks every object of the runs in flight)."""
+
+
+@contextlib.contextmanager
+def _collector_set_for_runs() -> Iterator[None]:
+    """The garbage collector, while runs go on, leaves alone every object that existed before them
+    (modules, the loaded suites, the plan: its full collections would walk them again and again)
+    and collects the youngest objects less often. Nothing changes when something in the process
+    froze objects already (a server about to fork) or turned the collector off; all is restored
+    after."""
+    with _COLLECTOR_LOCK:
+        if gc.get_freeze_count() or not gc.isenabled():
+            thresholds = None
+        else:
+            thresholds = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(thresholds[0], _YOUNG_THRESHOLD), *thresholds[1:])
+    try:
+        yield
+    finally:
+        if thresholds is not None:
+            with _COLLECTOR_LOCK:
+                gc.set_threshold(*thresholds)
+                gc.unfreeze()
+
+
+_COLLECTOR_LOCK = threading.Lock()
+"""Invocations in several threads: the first one sets the collector up, and puts it back."""
 
 
 @contextlib.contextmanager

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from datetime import date
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -117,8 +116,7 @@ def plan(
             if filter and not matches_filter(expanded.test_id, filter):
                 continue
             out.extend(
-                replace(
-                    template,
+                template.evolve(
                     run_id=f"{expanded.test_id}#{i + 1}" if repeats > 1 else expanded.test_id,
                     test_id=expanded.test_id,
                     case=expanded.case,

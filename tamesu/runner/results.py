@@ -18,11 +18,11 @@ import contextlib
 import hashlib
 import json
 import os
+import queue
 import re
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -80,6 +80,8 @@ class ResultsStore:
     def __init__(self, directory: Path | str) -> None:
         self.dir = Path(directory)
         self._lock = threading.Lock()
+        self._prefix = f"{self.dir}{os.sep}"
+        """The directory as text, for the writer's paths (a Path join per file costs more)."""
 
     @classmethod
     def create(
@@ -126,7 +128,7 @@ class ResultsStore:
             return
         data = b"".join(msgspec.json.encode(r) + b"\n" for r in results)
         with self._lock:
-            fd = os.open(self.dir / "results.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self._prefix + "results.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 view = memoryview(data)
                 while view:
@@ -144,7 +146,7 @@ class ResultsStore:
         data = msgspec.json.encode(transcript)
         if redactor and redactor.found_in_json(data):
             data = msgspec.json.encode(redactor.redact_obj(msgspec.to_builtins(transcript)))
-        fd = os.open(self.dir / rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(self._prefix + rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(data)
             while view:
@@ -207,8 +209,9 @@ class ResultWriter:
     def __init__(self, store: ResultsStore, redactor: Redactor | None = None) -> None:
         self.store = store
         self.redactor = redactor
-        self._jobs: deque[_Job] = deque()
-        self._wake = threading.Condition(threading.Lock())
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        """What to write, in order; None (put there by ``close``) ends the thread."""
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -220,31 +223,44 @@ class ResultWriter:
         """What ``write`` does, without waiting: the future is done once the result is durable."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        with self._wake:
+        with self._lock:
             if self._closed:
                 raise RuntimeError("this result writer is closed")
-            self._jobs.append((result, transcript, loop, done))
+            self._jobs.put((result, transcript, loop, done))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="tamesu-results", daemon=True)
                 self._thread.start()
-            self._wake.notify()
         return done
 
     def close(self) -> None:
         """No more writes; the thread finishes what is queued and ends."""
-        with self._wake:
-            self._closed = True
-            self._wake.notify()
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._jobs.put(None)
 
     def _work(self) -> None:
         while True:
-            with self._wake:
-                while not self._jobs and not self._closed:
-                    self._wake.wait()
-                if not self._jobs:
-                    return
-                batch = [self._jobs.popleft() for _ in range(min(len(self._jobs), self.MAX_BATCH))]
-            self._flush(batch)
+            batch, closed = self._take()
+            if batch:
+                self._flush(batch)
+            if closed:
+                return
+
+    def _take(self) -> tuple[list[_Job], bool]:
+        """The jobs waiting now (at most ``MAX_BATCH``; the first one waited for), and whether
+        ``close`` came after them."""
+        job = self._jobs.get()
+        batch: list[_Job] = []
+        while job is not None:
+            batch.append(job)
+            if len(batch) >= self.MAX_BATCH:
+                return batch, False
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return batch, False
+        return batch, True
 
     def _flush(self, batch: list[_Job]) -> None:
         started = time.thread_time()

@@ -15,7 +15,6 @@ import contextlib
 import os
 import random
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +54,18 @@ _IDS = random.Random()
 by suites that seed ``random``), without a system call per run."""
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_IDS.seed)
+_V4 = (0x4000 << 64) | (0x8000 << 48)
+"""The version (4) and variant (RFC 4122) bits of a random uuid."""
+_NOT_V4 = ~((0xF000 << 64) | (0xC000 << 48))
+
+
+def _uuid4() -> str:
+    """A random version-4 uuid in the form ``str(uuid.uuid4())`` has, drawn from ``_IDS``, without
+    building a ``UUID`` object."""
+    digits = f"{_IDS.getrandbits(128) & _NOT_V4 | _V4:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
 _LOOKAHEAD = 64
 """How many planned runs may wait for a busy target before dispatch waits for a slot instead."""
 
@@ -303,7 +314,7 @@ class Scheduler:
     async def _run_spec(self, spec: RunSpec) -> None:
         state = self._states[spec.suite_path]
         try:
-            setup_error = await self._before_all(spec, state)
+            setup_error = state.setup_error if state.setup_done else await self._before_all(spec, state)
             attempt = 1
             while True:
                 transcript = None
@@ -342,7 +353,9 @@ class Scheduler:
         spec = spec.with_extra(session=session, attempt=attempt)
         wall = time.time()
         started = time.monotonic()
-        env = hook_env(suite=spec.suite, test=spec.test_id, session=session, run_id=spec.run_id)
+        env: dict[str, str] = {}
+        if setup is not None and (setup.before_each or setup.after_each):
+            env = hook_env(suite=spec.suite, test=spec.test_id, session=session, run_id=spec.run_id)
         if setup is not None and setup.before_each:
             hooked = await run_hooks(setup.before_each, **self._hook_args(setup, spec, env))
             if not hooked.ok:
@@ -363,12 +376,12 @@ class Scheduler:
         scheduler's own limit, a little later, only catches a placement that does not come back
         (none for one that ``bounds_itself``, like the local placement)."""
         partial: list[Any] = []
-        backstop = None if getattr(self.placement, "bounds_itself", False) else spec.timeout + _BACKSTOP
         try:
-            outcome = await within(
-                self.placement.run(spec, secrets=secrets, timeout=spec.timeout, sink=partial.append),
-                backstop,
-            )
+            running = self.placement.run(spec, secrets=secrets, timeout=spec.timeout, sink=partial.append)
+            if getattr(self.placement, "bounds_itself", False):
+                outcome = await running
+            else:
+                outcome = await within(running, spec.timeout + _BACKSTOP)
         except asyncio.TimeoutError:
             transcript = getattr(partial[-1], "transcript", None) if partial else None
             return _GraphAnswer(transcript, [], self._timeout_text(spec), "timeout", True)
@@ -417,7 +430,7 @@ class Scheduler:
             scope = Scope({"vars": spec.vars}, parent=setup.scope if setup is not None else None)
             with contextlib.suppress(Exception):
                 return render_text(template, scope)
-        return str(uuid.UUID(int=_IDS.getrandbits(128), version=4))
+        return _uuid4()
 
     @staticmethod
     def _timeout_text(spec: RunSpec) -> str:

@@ -8,6 +8,7 @@ msgspec Struct because it is appended to the results file and sent across proces
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -29,6 +30,16 @@ class NamedAssertion:
 
     name: str
     item: Assertion
+
+    @cached_property
+    def kind(self) -> str:
+        """The item's kind, found once for every run of the test (the item looks it up each time)."""
+        return self.item.kind
+
+    @cached_property
+    def spec(self) -> Any:
+        """The item's value for its kind, read once like ``kind``."""
+        return self.item.spec
 
 
 @dataclass
@@ -67,8 +78,8 @@ class RunSpec:
     def evolve(self, **changes: Any) -> RunSpec:
         """A shallow copy with ``changes`` (what ``dataclasses.replace`` gives, without re-running
         ``__init__`` over every field: specs are copied on every run's path)."""
-        unknown = changes.keys() - self.__dataclass_fields__.keys()
-        if unknown:
+        if not changes.keys() <= _FIELDS:
+            unknown = changes.keys() - _FIELDS
             raise TypeError(f"RunSpec has no field {', '.join(sorted(unknown))}")
         copy = object.__new__(RunSpec)
         copy.__dict__.update(self.__dict__)
@@ -78,6 +89,9 @@ class RunSpec:
     def with_extra(self, **extra: Any) -> RunSpec:
         """A copy whose ``extra`` has these keys too."""
         return self.evolve(extra={**self.extra, **extra})
+
+
+_FIELDS = frozenset(RunSpec.__dataclass_fields__)
 
 
 class RunResult(msgspec.Struct, kw_only=True):

@@ -50,13 +50,14 @@ def run_key(suite: str, run_id: str) -> str:
 def outcome_of(spec: RunSpec, results: Sequence[Any], error: str | None) -> Outcome:
     """One run: error (infrastructure, or an assertion that could not be evaluated) > failed (an
     assertion) > passed; a quarantined test's run that did not pass is ``quarantined``."""
-    outcome: Outcome
-    if error is not None or any(r.error for r in results):
-        outcome = "error"
-    elif any(not r.passed for r in results):
-        outcome = "failed"
-    else:
-        outcome = "passed"
+    outcome: Outcome = "passed" if error is None else "error"
+    for r in results:
+        if outcome == "error":
+            break
+        if r.error:
+            outcome = "error"
+        elif not r.passed:
+            outcome = "failed"
     if spec.quarantine is not None and outcome != "passed":
         return "quarantined"
     return outcome

@@ -184,3 +184,51 @@ async def test_messages_sent_before_a_driven_actor_starts_wait_for_its_start() -
     assert sink.seen == []
     await drive([sink], begun=[])
     assert [m.text for m in sink.seen] == ["early", "past the bound"]  # type: ignore[union-attr]
+
+
+class Noter(Collector):
+    """Notes partials at once (``sync_handlers``); answers a user turn after a pause, while busy."""
+
+    def __init__(self, **opts: object) -> None:
+        super().__init__(**opts)
+        self.notes: list[str] = []
+        self.pause = asyncio.Event()
+
+    def _note(self, msg: AgentPartial) -> None:
+        if msg.text == "bad":
+            raise ValueError("unreadable partial")
+        self.notes.append(msg.text)
+
+    sync_handlers = {AgentPartial: _note}
+
+    async def handle(self, msg: Message) -> None:
+        if isinstance(msg, AgentPartial):
+            self._note(msg)
+        else:
+            await self.pause.wait()
+            self.notes.append("turn")
+
+
+async def test_an_idle_driven_actor_handles_a_sync_message_at_once_and_a_busy_one_in_order() -> None:
+    noter = Noter()
+    await drive([noter], begun=[], other_tasks=True)
+    await noter.deliver(AgentPartial(text="now"))
+    assert noter.notes == ["now"] and noter._busy is None
+    turn = asyncio.create_task(noter.deliver(UserTurn(text="hi")))
+    while noter._busy is None:
+        await asyncio.sleep(0)
+    await noter.deliver(AgentPartial(text="after the turn"))
+    assert noter.notes == ["now"]
+    noter.pause.set()
+    await asyncio.wait_for(turn, 1)
+    assert noter.notes == ["now", "turn", "after the turn"]
+
+
+async def test_a_sync_handler_that_raises_ends_the_session_with_the_error() -> None:
+    noter = Noter()
+    await drive([noter], begun=[])
+    await noter.deliver(AgentPartial(text="bad"))
+    [err] = noter.ended
+    assert isinstance(err, ErrorMsg) and "unreadable partial" in err.message
+    await noter.deliver(AgentPartial(text="later"))
+    assert noter.notes == [] and noter._busy is None

@@ -180,6 +180,22 @@ def test_services_share_one_router_per_models_configuration() -> None:
     assert shared.router_for(Models(default="openai/gpt-4.1")) is a
 
 
+def test_the_runs_of_one_models_object_ask_the_router_factory_once() -> None:
+    from tamesu.config import Models
+
+    asked: list[object] = []
+
+    def factory(models: object) -> object:
+        asked.append(models)
+        return f"router {len(asked)}"
+
+    svc = RunServices(http=None, router_factory=factory)  # type: ignore[arg-type]
+    planned = Models(default="openai/gpt-4.1-mini")
+    assert [svc.router_for(planned) for _ in range(3)] == ["router 1"] * 3
+    assert svc.router_for(Models(default="openai/gpt-4.1-mini")) == "router 2"
+    assert asked == [planned, planned]
+
+
 async def test_assertions_grade_the_run_and_on_turn_narrows_them(services: RunServices) -> None:
     spec = make_spec(
         say=["hi", "my order please"],

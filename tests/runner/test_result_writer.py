@@ -63,10 +63,10 @@ async def test_results_that_finish_together_share_one_fsync(
     store._lock.acquire()  # the writer thread will wait at its first append
     try:
         first = asyncio.create_task(writer.write(result("r0"), transcript("x")))
-        while writer._thread is None or writer._jobs:
+        while writer._thread is None or not writer._jobs.empty():
             await asyncio.sleep(0.001)
         rest = [asyncio.create_task(writer.write(result(f"r{i}"), transcript("x"))) for i in range(1, 6)]
-        while len(writer._jobs) < 5:
+        while writer._jobs.qsize() < 5:
             await asyncio.sleep(0.001)
     finally:
         store._lock.release()

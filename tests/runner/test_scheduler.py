@@ -618,3 +618,27 @@ async def test_limits_hold_against_a_real_agent_through_the_local_placement(tmp_
     assert agent.peak["/slow"] == 2 and agent.peak["/fast"] == 2
     assert agent.peak["all"] == 4
     assert len(store.finished()) == 16
+
+
+@pytest.mark.unit
+def test_session_ids_are_random_version_4_uuids() -> None:
+    import uuid
+
+    ids = [scheduler_module._uuid4() for _ in range(200)]
+    parsed = [uuid.UUID(i) for i in ids]
+    assert all(str(p) == i for p, i in zip(parsed, ids, strict=True))
+    assert {p.version for p in parsed} == {4} and {p.variant for p in parsed} == {uuid.RFC_4122}
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.unit
+async def test_a_placement_that_fails_when_called_is_an_infrastructure_error() -> None:
+    class Broken:
+        bounds_itself = True
+
+        def run(self, spec: RunSpec, **_: Any) -> Any:
+            raise TargetError("no worker left", retryable=False)
+
+    outcome = await Scheduler(Broken()).run([make_spec()])
+    [result] = outcome.results
+    assert result.outcome == "error" and result.error == "no worker left"

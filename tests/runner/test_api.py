@@ -1,0 +1,37 @@
+"""``tamesu.run`` sets the garbage collector up for a batch of runs and leaves it as it found it."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from tamesu.runner.api import _YOUNG_THRESHOLD, _collector_set_for_runs
+
+pytestmark = pytest.mark.unit
+
+
+def test_while_runs_go_on_older_objects_are_frozen_and_young_ones_collected_less_often() -> None:
+    before = gc.get_threshold()
+    with _collector_set_for_runs():
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (max(before[0], _YOUNG_THRESHOLD), *before[1:])
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+
+
+def test_a_process_that_froze_objects_itself_keeps_its_collector_as_it_is() -> None:
+    gc.freeze()
+    try:
+        frozen, before = gc.get_freeze_count(), gc.get_threshold()
+        with _collector_set_for_runs():
+            assert gc.get_threshold() == before
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_the_collector_comes_back_when_the_runs_fail() -> None:
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError), _collector_set_for_runs():
+        raise RuntimeError("the scheduler broke")
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
