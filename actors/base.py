@@ -314,11 +314,7 @@ class Actor:
             if type(self).start is not Actor.start:
                 await self.start()
         except Exception as exc:
-            self._ended = True
-            try:
-                await self.on_end(error_message(exc, redactor=self.redactor, at=self.now()))
-            except Exception as died:
-                self._die(died)
+            await self._fail(exc)
         finally:
             self._started = True
             self._busy = None
@@ -355,7 +351,8 @@ class Actor:
             self._busy = None
 
     async def _fail(self, exc: Exception) -> None:
-        """A message handled at once raised: the session ends with the error, as in ``_process``."""
+        """A start or a message handled at once raised: the session ends with the error, as in
+        ``_process``."""
         self._busy = asyncio.current_task() if self._tasks else True
         self._ended = True
         try:
