@@ -24,6 +24,7 @@ __all__ = [
     "Scope",
     "expand_env",
     "render",
+    "render_known",
     "render_str",
     "render_text",
     "seed_faker",
@@ -235,6 +236,16 @@ def render_text(template: Any, scope: Scope) -> str:
     """Render and always return a string (headers, URLs, commands)."""
     value = render(template, scope)
     return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def render_known(text: str, value: Callable[[str], str | None]) -> str:
+    """Replace each ``{{name}}`` for which ``value`` gives a string; leave the others as written."""
+
+    def sub(m: re.Match[str]) -> str:
+        found = value(m.group(1))
+        return m.group(0) if found is None else found
+
+    return _TEMPLATE.sub(sub, text)
 
 
 def template_names(template: Any) -> list[str]:

@@ -68,7 +68,7 @@ def _check_json(spec: Any, body: str) -> str | None:
     return None
 
 
-@assertion("http")
+@assertion("http", renders=("url", "method", "headers", "body"))
 async def http_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
     """A request to your backend answers with the expected status and body."""
     try:
@@ -137,7 +137,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     await proc.wait()
 
 
-@assertion("command")
+@assertion("command", renders=("run",))
 async def command_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
     """A shell command (``sh -c`` in the suite's folder) exits as expected and prints the expected text.
 

@@ -2,6 +2,8 @@
 
 A parameterised test becomes several tests with names of their own (``refund [late] (es)``), so
 reports, ``--filter`` and run history treat each case and language as a test in its own right.
+``{{vars.x}}`` and ``{{env.X}}`` render in the test's and the cases' names with each case's vars,
+so ``order [{{vars.pizza}}]`` reads ``order [margherita]``.
 csv and json are imported when a cases file is read: ``tamesu validate`` loads this module.
 """
 
@@ -28,7 +30,7 @@ class ExpandedTest:
     case: str | None = None
     language: str | None = None
     vars: dict[str, str] = field(default_factory=dict)
-    """The test's vars overridden by the case's."""
+    """The base vars overridden by the test's, then by the case's."""
 
 
 @dataclass
@@ -47,34 +49,43 @@ def expanded_id(name: str, case: str | None = None, language: str | None = None)
     return out
 
 
-def expand_test(test: Test, suite_dir: Path | str) -> list[ExpandedTest]:
-    """Every case x language of ``test``; the test itself when it has neither."""
-    base_vars = {k: str(v) for k, v in (test.vars or {}).items()}
+def expand_test(
+    test: Test, suite_dir: Path | str, *, base_vars: Mapping[str, str] | None = None
+) -> list[ExpandedTest]:
+    """Every case x language of ``test``; the test itself when it has neither.
+
+    ``base_vars`` (the project's and the suite's) render in names under the test's and case's own.
+    """
+    test_vars = {**(base_vars or {}), **{k: str(v) for k, v in (test.vars or {}).items()}}
     rows = [CaseRow(c.name, {k: str(v) for k, v in (c.vars or {}).items()}) for c in test.cases or []]
     return [
         ExpandedTest(
-            test_id=expanded_id(test.name, case, language),
+            test_id=test_id,
             test=test,
             case=case,
             language=language,
-            vars={**base_vars, **case_vars},
+            vars=case_vars,
         )
-        for case, case_vars, language in _variants(
-            test.name, rows, test.cases_file, test.languages, suite_dir
+        for test_id, case, case_vars, language in _variants(
+            test.name, rows, test.cases_file, test.languages, suite_dir, test_vars
         )
     ]
 
 
-def expanded_ids(test: Mapping[str, Any], suite_dir: Path | str) -> list[str]:
+def expanded_ids(
+    test: Mapping[str, Any], suite_dir: Path | str, *, base_vars: Mapping[str, str] | None = None
+) -> list[str]:
     """The test ids ``expand_test`` gives a test written as plain data (a validated suite's mapping).
 
     ``tamesu validate`` checks names on the file's data without building the models.
     """
-    cases = test.get("cases") or []
+    cases = [c for c in test.get("cases") or [] if isinstance(c, dict)]
     rows = [CaseRow(c.get("name"), {k: str(v) for k, v in (c.get("vars") or {}).items()}) for c in cases]
-    name = test["name"]
-    variants = _variants(name, rows, test.get("cases_file"), test.get("languages"), suite_dir)
-    return [expanded_id(name, case, language) for case, _, language in variants]
+    test_vars = {**(base_vars or {}), **{k: str(v) for k, v in (test.get("vars") or {}).items()}}
+    variants = _variants(
+        test["name"], rows, test.get("cases_file"), test.get("languages"), suite_dir, test_vars
+    )
+    return [test_id for test_id, _, _, _ in variants]
 
 
 def _variants(
@@ -83,17 +94,53 @@ def _variants(
     cases_file: str | None,
     languages: Sequence[str] | None,
     suite_dir: Path | str,
-) -> list[tuple[str | None, dict[str, str], str | None]]:
-    """(case, case vars, language) of every test a test stands for; names checked for duplicates."""
+    test_vars: Mapping[str, str],
+) -> list[tuple[str, str | None, dict[str, str], str | None]]:
+    """(test id, case, vars, language) of every test a test stands for; names checked for duplicates.
+
+    The vars are ``test_vars`` overridden by the case's; the names are rendered with them.
+    """
     if cases_file:
         rows = [*rows, *read_cases_file(Path(suite_dir) / cases_file)]
-    cases: list[tuple[str | None, dict[str, str]]] = [(None, {})]
+    cases: list[tuple[str, str | None, dict[str, str]]] = [
+        (render_name(name, test_vars), None, dict(test_vars))
+    ]
     if rows:
-        cases = [(row.name or f"case {i}", row.vars) for i, row in enumerate(rows, start=1)]
-        _no_duplicates([c[0] or "" for c in cases], "case", name)
+        cases = []
+        for i, row in enumerate(rows, start=1):
+            variables = {**test_vars, **row.vars}
+            case = render_name(row.name, variables) if row.name else f"case {i}"
+            cases.append((render_name(name, variables), case, variables))
+        _no_duplicates([c[1] or "" for c in cases], "case", name)
     langs: list[str | None] = list(languages or []) or [None]
     _no_duplicates([lang or "" for lang in langs], "language", name)
-    return [(case, case_vars, language) for case, case_vars in cases for language in langs]
+    return [
+        (expanded_id(test_name, case, language), case, variables, language)
+        for test_name, case, variables in cases
+        for language in langs
+    ]
+
+
+def render_name(name: str, variables: Mapping[str, str]) -> str:
+    """A test or case name with its ``{{vars.x}}`` and ``{{env.X}}`` rendered.
+
+    Only those two render in a name (a name is shown everywhere: never a secret, never a value
+    that changes from run to run); anything else, or a var that is not defined, stays as written
+    (``tamesu validate`` reports it).
+    """
+    if "{{" not in name:
+        return name
+    import os
+
+    from tamesu.templates import render_known
+
+    def value(ref: str) -> str | None:
+        ns, _, member = ref.partition(".")
+        if ns == "vars":
+            return variables.get(member)
+        return os.environ.get(member) if ns == "env" else None
+
+    return render_known(name, value)
 
 
 def _no_duplicates(names: list[str], what: str, test: str) -> None:

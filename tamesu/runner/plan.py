@@ -69,7 +69,7 @@ def plan(
     out: list[RunSpec] = []
     seen: set[str] = set()
     for index, test in enumerate([*suite.tests, *red_team_tests(suite)]):
-        expansions = expand_test(test, loaded.dir)
+        expansions = expand_test(test, loaded.dir, base_vars=base_vars)
         for expanded in expansions:
             if expanded.test_id in seen:
                 raise ConfigError(
@@ -122,7 +122,7 @@ def plan(
                     case=expanded.case,
                     language=expanded.language,
                     repeat_index=i,
-                    vars={**base_vars, **expanded.vars},
+                    vars=expanded.vars,
                     assertions=list(assertions),
                     tags=list(test_tags),
                     secrets=dict(secrets),
