@@ -10,18 +10,26 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
-def parse_duration(text: str | int | float) -> float:
-    """Seconds in a duration string; a bare number is seconds. Raises ValueError when malformed."""
+def parse_duration(text: str | int | float, *, unit_required: bool = False) -> float:
+    """Seconds in a duration string; a bare number is seconds. Raises ValueError when malformed.
+
+    ``unit_required`` (a suite's durations) refuses a bare number other than 0: ``5`` could mean
+    seconds or milliseconds, and the suite should say which.
+    """
     if isinstance(text, bool):
         raise ValueError(f"not a duration: {text!r}")
     if isinstance(text, (int, float)):
         if text < 0:
             raise ValueError(f"a duration cannot be negative: {text!r}")
+        if unit_required and text != 0:
+            raise ValueError(_no_unit(str(text)))
         return float(text)
     s = text.strip().replace(" ", "")
     if not s:
         raise ValueError("empty duration")
     if re.fullmatch(r"\d+(?:\.\d+)?", s):
+        if unit_required and float(s) != 0:
+            raise ValueError(_no_unit(s))
         return float(s)
     pos = 0
     total = 0.0
@@ -33,6 +41,10 @@ def parse_duration(text: str | int | float) -> float:
     if pos != len(s) or pos == 0:
         raise ValueError(f"not a duration: {text!r} (write it like 30s, 3m, 1h30m or 500ms)")
     return total
+
+
+def _no_unit(number: str) -> str:
+    return f"a duration needs a unit: {number} is {number}s, {number}m or {number}ms?"
 
 
 def format_duration(seconds: float) -> str:

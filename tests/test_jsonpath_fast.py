@@ -6,8 +6,10 @@ from typing import Any
 
 import jsonpath as python_jsonpath
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tamesu.jsonpath import JSONPathError, find, find_in_message
+from tamesu.jsonpath import JSONPathError, find, find_in_message, validate
 
 pytestmark = pytest.mark.unit
 
@@ -50,3 +52,34 @@ def test_other_paths_and_bad_paths_keep_their_behaviour() -> None:
     assert find_in_message("$[?(@.type=='x')].v", {"type": "x", "v": 5}) == [5]
     with pytest.raises(JSONPathError, match="bad JSONPath"):
         find("$.a[", {"a": 1})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="$.[]*0129ab_-'?()@=", max_size=14))
+def test_validate_passes_a_path_only_when_python_jsonpath_compiles_it(path: str) -> None:
+    normal = path.strip()
+    normal = (
+        normal
+        if normal.startswith("$")
+        else "$" + (normal if normal.startswith((".", "[")) else "." + normal)
+    )
+    try:
+        python_jsonpath.compile(normal)
+    except Exception:
+        with pytest.raises(JSONPathError):
+            validate(path)
+    else:
+        validate(path)
+
+
+def test_validate_knows_the_plain_forms_without_loading_python_jsonpath() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from tamesu.jsonpath import validate\n"
+        "for p in ['$.reply', 'reply', '$.items[0].id', '$.tool_calls[*]', '$.*.name']: validate(p)\n"
+        "print('jsonpath' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -11,21 +11,18 @@ import datetime as _dt
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tamesu.config.valuechecks import check_values
 from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
 from tamesu.errors import ConfigError
 from tamesu.templates import DYNAMIC_NAMES, template_names
-
-if TYPE_CHECKING:
-    from tamesu.config.load import LoadedSuite
 
 __all__ = [
     "ModelNeed",
     "assertion_lists",
     "check_document",
     "check_model_needs",
-    "check_suite",
     "model_needs",
 ]
 
@@ -51,15 +48,6 @@ class _Ctx:
         )
 
 
-def check_suite(loaded: LoadedSuite, doc: YamlDoc, *, update_golden: bool = False) -> list[ConfigError]:
-    """Every cross-reference problem of a validated suite, sorted by position."""
-    project = loaded.project
-    project_data = None if project is None else project.model_dump(by_alias=True, exclude_unset=True)
-    return check_document(
-        doc, loaded.dir, project=project_data, update_golden=update_golden, project_dir=loaded.project_dir
-    )
-
-
 def check_document(
     doc: YamlDoc,
     suite_dir: Path,
@@ -80,7 +68,8 @@ def check_document(
     _check_assertion_refs(ctx, data)
     _check_quarantine_dates(ctx, data)
     files_ok = _check_files(ctx, data, update_golden=update_golden)
-    _check_unique_names(ctx, data, files_ok)
+    base_vars = {**_str_map((project or {}).get("vars")), **_str_map(data.get("vars"))}
+    _check_unique_names(ctx, data, files_ok, base_vars)
     _check_templates(
         ctx,
         data,
@@ -89,6 +78,7 @@ def check_document(
         case_vars=_case_vars(ctx, data, files_ok),
     )
     _check_voice(ctx, data)
+    ctx.errors.extend(check_values(doc))
     ctx.errors.extend(
         check_model_needs(
             model_needs(data),
@@ -173,7 +163,8 @@ def assertion_lists(data: dict[str, Any]) -> Iterator[tuple[KeyPath, list[Any]]]
     defaults = data.get("defaults")
     if isinstance(defaults, dict) and isinstance(defaults.get("assert"), list):
         yield ("defaults", "assert"), defaults["assert"]
-    for name, items in (data.get("packs") or {}).items():
+    packs = data.get("packs")
+    for name, items in packs.items() if isinstance(packs, dict) else ():
         if isinstance(items, list):
             yield ("packs", name), items
     red_team = data.get("red_team")
@@ -298,18 +289,27 @@ def _case_vars(ctx: _Ctx, data: dict[str, Any], files_ok: set[KeyPath]) -> dict[
     return out
 
 
-def _check_unique_names(ctx: _Ctx, data: dict[str, Any], files_ok: set[KeyPath]) -> None:
-    """Test names must stay unique once every case and language has become a test of its own."""
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _check_unique_names(
+    ctx: _Ctx, data: dict[str, Any], files_ok: set[KeyPath], base_vars: dict[str, str]
+) -> None:
+    """Test names must stay unique once every case and language has become a test of its own
+    (and their ``{{vars.x}}`` rendered)."""
     from tamesu.runner.expand import expanded_ids
 
     first: dict[str, int] = {}
     for i, test in _tests(data):
         name_path: KeyPath = ("tests", i, "name")
+        if not isinstance(test.get("name"), str):
+            continue
         if test.get("cases_file") and ("tests", i, "cases_file") not in files_ok:
             ids = [test["name"]]
         else:
             try:
-                ids = expanded_ids(test, ctx.suite_dir)
+                ids = expanded_ids(test, ctx.suite_dir, base_vars=base_vars)
             except ConfigError as exc:
                 _relocate(ctx, exc, i)
                 continue
@@ -562,8 +562,38 @@ def _check_templates(
             place=f"in test '{test.get('name', i)}'",
         )
         for key, value in test.items():
+            if key == "name":
+                _check_name_templates(ctx, value, ("tests", i, key), where.vars)
+                continue
+            if key == "cases" and isinstance(value, list):
+                for j, case in enumerate(value):
+                    if isinstance(case, dict) and "name" in case:
+                        _check_name_templates(ctx, case["name"], ("tests", i, key, j, "name"), where.vars)
+                        case = {k: v for k, v in case.items() if k != "name"}
+                    _walk_templates(ctx, case, ("tests", i, key, j), where)
+                continue
             sub = where.plus(args=_ANY) if key == "fuzz_tools" else where
             _walk_templates(ctx, value, ("tests", i, key), sub)
+
+
+def _check_name_templates(ctx: _Ctx, value: Any, path: KeyPath, variables: frozenset[str]) -> None:
+    """A test or case name renders ``{{vars.x}}`` and ``{{env.X}}`` only: it is shown everywhere
+    (never a secret) and names the same test in every run (never a value of one run)."""
+    if not isinstance(value, str) or "{{" not in value:
+        return
+    for name in dict.fromkeys(template_names(value)):
+        ns, dot, member = name.partition(".")
+        if (ns == "vars" and member in variables) or (ns == "env" and dot):
+            continue
+        if ns == "vars":
+            hint = did_you_mean(member, variables) or "define it in vars (suite, test, case or tamesu.yaml)"
+            ctx.error(f"unknown var '{member}' in {{{{{name}}}}}", path, hint=hint)
+        else:
+            ctx.error(
+                f"{{{{{name}}}}} cannot render in a name",
+                path,
+                hint="test and case names take {{vars.x}} and {{env.X}}",
+            )
 
 
 def _session_captures(target: Any) -> frozenset[str]:

@@ -23,6 +23,7 @@ from tamesu.durations import parse_duration
 __all__ = [
     "DATE_PATTERN",
     "DTMF_PATTERN",
+    "DURATION_NUMBER",
     "DURATION_PATTERN",
     "ConfigModel",
     "DateStr",
@@ -53,7 +54,9 @@ __all__ = [
 DTMF_PATTERN = r"^([0-9A-Da-d*#wW,]|\{\{[^{}]+\}\})+$"
 """Keypad digits (0-9, A-D, *, #, w and , for pauses) or {{templates}} that render to them."""
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
-DURATION_PATTERN = r"^\s*(\d+(\.\d+)?|(\d+(\.\d+)?\s*(ms|h|m|s)\s*)+)$"
+DURATION_NUMBER: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 0}
+"""The one number that is a duration without a unit."""
+DURATION_PATTERN = r"^\s*(0+(\.0+)?|(\d+(\.\d+)?\s*(ms|h|m|s)\s*)+)\s*$"
 
 
 def _duration(value: Any) -> Any:
@@ -62,7 +65,7 @@ def _duration(value: Any) -> Any:
         value = str(value)
     if isinstance(value, str):
         try:
-            parse_duration(value)
+            parse_duration(value, unit_required=True)
         except ValueError as exc:
             raise PydanticCustomError("duration", "{error}", {"error": str(exc)}) from None
     return value
@@ -85,12 +88,10 @@ def _date(value: Any) -> Any:
 Duration = Annotated[
     str,
     BeforeValidator(_duration),
-    WithJsonSchema(
-        {"anyOf": [{"type": "string", "pattern": DURATION_PATTERN}, {"type": "number", "minimum": 0}]}
-    ),
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": DURATION_PATTERN}, DURATION_NUMBER]}),
 ]
-"""A duration as written in the suite (30s, 3m, 1h30m, 500ms; a bare number is seconds), kept as a
-string; tamesu.durations.parse_duration reads it."""
+"""A duration as written in the suite (30s, 3m, 1h30m, 500ms; a number only when it is 0), kept as
+a string; tamesu.durations.parse_duration reads it."""
 
 DateStr = Annotated[
     str,

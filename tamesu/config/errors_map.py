@@ -212,6 +212,9 @@ def _to_config_error(e: _Raw, doc: YamlDoc, model: type | None) -> ConfigError:
             hint = did_you_mean(str(e.ctx.get("tag")), options)
     elif t == "duration":
         message = f"expected a duration such as 30s, 3m or 1h30m, got {_got(e.input)}"
+        bare = str(e.input).strip() if isinstance(e.input, (str, int, float)) else ""
+        if "needs a unit" in str(e.ctx.get("error", "")) and bare:
+            hint = f"a duration needs a unit: write {bare}s, {bare}m or {bare}ms"
     elif t == "date":
         message = f"expected a real date written YYYY-MM-DD, got {_got(e.input)}"
     elif t == "union_mismatch":

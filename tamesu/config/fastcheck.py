@@ -54,6 +54,7 @@ def _validate(paths: list[Path | str]) -> FastResult:
     from tamesu.config._fastschema import valid_project, valid_suite
     from tamesu.config.checks import check_document
     from tamesu.config.load import display_path, find_project_file, find_suites, read_doc
+    from tamesu.config.valuechecks import check_values
 
     projects: dict[Path, tuple[dict[str, Any], Path]] = {}
 
@@ -63,7 +64,12 @@ def _validate(paths: list[Path | str]) -> FastResult:
             return None
         if path not in projects:
             doc = read_doc(path, display_path(path))
-            if not isinstance(doc.data, dict) or not valid_project(doc.data):
+            if (
+                doc.errors
+                or not isinstance(doc.data, dict)
+                or not valid_project(doc.data)
+                or check_values(doc)
+            ):
                 raise _Defer(path)
             projects[path] = (doc.data, path.parent)
         return projects[path]
@@ -76,7 +82,7 @@ def _validate(paths: list[Path | str]) -> FastResult:
     for file in files:
         doc = read_doc(file, display_path(file))
         data = doc.data
-        if not isinstance(data, dict) or not valid_suite(data):
+        if doc.errors or not isinstance(data, dict) or not valid_suite(data):
             raise _Defer(file)
         suite_dir = file.resolve().parent
         found = project_at(suite_dir)

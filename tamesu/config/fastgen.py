@@ -33,7 +33,7 @@ GENERATED = Path(__file__).with_name("_fastschema.py")
 
 RULES: dict[str, str] = {
     "config.common.ShortForm._from_short": "schema: anyOf [short form, object form]",
-    "config.common._duration": "hook fastrules.duration (parse_duration of the value or its str)",
+    "config.common._duration": "hook fastrules.duration (parse_duration of the value or its str, a unit required)",
     "config.common._date": "hook fastrules.date (a real day) + schema pattern YYYY-MM-DD",
     "config.common.Hook._one_action": "schema: oneOf required command / http",
     "config.common.RESTResponse._poll_or_listen": "schema: not (poll and listen both non-null)",
@@ -164,9 +164,9 @@ def _strip(node: Any) -> Any:
 
 def _mark_hooks(node: Any) -> Any:
     """Durations and dates become fastrules hooks: their Python validators are the rule, not the pattern."""
-    from tamesu.config.common import DATE_PATTERN, DURATION_PATTERN
+    from tamesu.config.common import DATE_PATTERN, DURATION_NUMBER, DURATION_PATTERN
 
-    duration = [{"type": "string", "pattern": DURATION_PATTERN}, {"type": "number", "minimum": 0}]
+    duration = [{"type": "string", "pattern": DURATION_PATTERN}, DURATION_NUMBER]
     if isinstance(node, list):
         return [_mark_hooks(n) for n in node]
     if not isinstance(node, dict):

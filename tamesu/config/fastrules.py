@@ -37,7 +37,8 @@ def number(value: Any) -> bool:
 
 
 def duration(value: Any) -> bool:
-    """``Duration`` (common._duration): a number is read as its ``str``, then parse_duration decides.
+    """``Duration`` (common._duration): a number is read as its ``str``, then parse_duration decides
+    (a unit required).
 
     Anything but a string or a number fails, as the strict ``str`` after the validator does.
     """
@@ -47,7 +48,7 @@ def duration(value: Any) -> bool:
     elif kind is not str:
         return False
     try:
-        parse_duration(value)
+        parse_duration(value, unit_required=True)
     except ValueError:
         return False
     return True

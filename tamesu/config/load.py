@@ -97,11 +97,14 @@ def read_doc(path: Path, file: str) -> YamlDoc:
         raise ConfigErrors([ConfigError(f"cannot read the file: {exc.strerror or exc}", file=file)]) from None
     except UnicodeDecodeError as exc:
         raise ConfigErrors([ConfigError(f"the file is not UTF-8 text ({exc.reason})", file=file)]) from None
-    return parse_yaml(text, file=file)
+    return parse_yaml(text, file=file, lenient=True)
 
 
-def _validate_model(model: type[M], doc: YamlDoc, what: str) -> M:
-    """``model.model_validate`` with every error located in the file."""
+def _validate_model(model: type[M], doc: YamlDoc, what: str) -> tuple[M | None, list[ConfigError]]:
+    """``model.model_validate`` and every error located in the file: (the model, []) or (None, errors).
+
+    Data that is not a mapping at all raises: nothing else can be said about such a file.
+    """
     from pydantic import ValidationError
 
     from tamesu.config.errors_map import validation_errors
@@ -112,9 +115,34 @@ def _validate_model(model: type[M], doc: YamlDoc, what: str) -> M:
             [ConfigError(f"{what} must be a mapping of keys, found {found}", file=doc.file, line=1, column=1)]
         )
     try:
-        return model.model_validate(doc.data)  # type: ignore[attr-defined, no-any-return]
+        return model.model_validate(doc.data), []  # type: ignore[attr-defined]
     except ValidationError as exc:
-        raise ConfigErrors(validation_errors(exc, doc, model)) from None
+        return None, validation_errors(exc, doc, model)
+
+
+def _all_problems(
+    doc: YamlDoc, schema: list[ConfigError], semantic: Callable[[], list[ConfigError]]
+) -> list[ConfigError]:
+    """The file's YAML problems, the models' errors and the checks' errors, in one sorted list.
+
+    When the models refused the data the checks still run on it (they read plain data and step
+    over what they do not understand); a check's error inside a part the models already refused
+    says nothing new and is left out, and a check that trips over such data is skipped.
+    """
+    errors = [*doc.errors, *schema]
+    try:
+        found = semantic()
+    except Exception:
+        if not errors:
+            raise
+        found = []
+    refused = [e.path for e in errors if e.path]
+    errors.extend(e for e in found if not any(_within(e.path, p) for p in refused))
+    return sorted(errors, key=lambda e: (e.line or 0, e.column or 0, e.path))
+
+
+def _within(path: str, outer: str) -> bool:
+    return path == outer or path.startswith((f"{outer}.", f"{outer}["))
 
 
 def _guarded(file: str, load: Callable[[], M]) -> M:
@@ -166,8 +194,14 @@ def load_project(start: Path | str) -> tuple[Project, Path] | None:
 
         def load() -> Project:
             from tamesu.config import Project
+            from tamesu.config.valuechecks import check_values
 
-            return _validate_model(Project, read_doc(path, file), "tamesu.yaml")
+            doc = read_doc(path, file)
+            project, schema = _validate_model(Project, doc, "tamesu.yaml")
+            errors = _all_problems(doc, schema, lambda: check_values(doc))
+            if errors or project is None:
+                raise ConfigErrors(errors)
+            return project
 
         _project_cache[key] = _guarded(file, load)
     return _project_cache[key], path.parent
@@ -205,15 +239,22 @@ def load_suite(
 
     def load() -> LoadedSuite:
         from tamesu.config import Suite
-        from tamesu.config.checks import check_suite
+        from tamesu.config.checks import check_document
 
         doc = read_doc(path, file)
-        suite = _validate_model(Suite, doc, "a suite")
-        loaded = LoadedSuite(suite, path, suite_dir, proj, proj_dir, doc.positions, file)
-        errors = check_suite(loaded, doc, update_golden=update_golden)
+        suite, schema = _validate_model(Suite, doc, "a suite")
+        project_data = None if proj is None else proj.model_dump(by_alias=True, exclude_unset=True)
+        errors = _all_problems(
+            doc,
+            schema,
+            lambda: check_document(
+                doc, suite_dir, project=project_data, update_golden=update_golden, project_dir=proj_dir
+            ),
+        )
         hard = [e for e in errors if not isinstance(e, ModelUnavailable)]
-        if hard:
+        if hard or suite is None:
             raise ConfigErrors(hard)
+        loaded = LoadedSuite(suite, path, suite_dir, proj, proj_dir, doc.positions, file)
         loaded.unrunnable = [e for e in errors if isinstance(e, ModelUnavailable)]
         return loaded
 

@@ -75,6 +75,9 @@ class YamlDoc:
     data: Any
     positions: Positions
     file: str
+    errors: list[ConfigError] = field(default_factory=list)
+    """Problems that left the data usable (a duplicate key keeps its first value, an unset
+    ``${VAR}`` its text), kept by ``parse_yaml(..., lenient=True)`` so later checks still run."""
 
 
 class _TagByStyle:
@@ -127,8 +130,14 @@ def format_path(path: KeyPath) -> str:
     return out
 
 
-def parse_yaml(text: str, *, file: str = "<suite>", env: Mapping[str, str] | None = None) -> YamlDoc:
-    """Parse one YAML document; every problem (syntax, duplicate key, unset ``${VAR}``) is a ConfigError."""
+def parse_yaml(
+    text: str, *, file: str = "<suite>", env: Mapping[str, str] | None = None, lenient: bool = False
+) -> YamlDoc:
+    """Parse one YAML document; every problem (syntax, duplicate key, unset ``${VAR}``) is a ConfigError.
+
+    A syntax error, or a document too large to build, is raised at once. The other problems are
+    raised together, or with ``lenient`` kept in ``YamlDoc.errors`` beside the data built anyway.
+    """
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -140,9 +149,10 @@ def parse_yaml(text: str, *, file: str = "<suite>", env: Mapping[str, str] | Non
         loader.dispose()
     builder = _Builder(file, env)
     data = builder.build(node, ()) if node is not None else None
-    if builder.errors:
-        raise ConfigErrors(sorted(builder.errors, key=lambda e: (e.line or 0, e.column or 0)))
-    return YamlDoc(data, builder.positions, file)
+    errors = sorted(builder.errors, key=lambda e: (e.line or 0, e.column or 0))
+    if errors and (builder.too_large or not lenient):
+        raise ConfigErrors(errors)
+    return YamlDoc(data, builder.positions, file, errors)
 
 
 def _syntax_error(exc: yaml.MarkedYAMLError, file: str, text: str) -> ConfigError:
@@ -176,6 +186,7 @@ class _Builder:
         self.errors: list[ConfigError] = []
         self._stack: set[int] = set()
         self._count = 0
+        self.too_large = False
 
     def error(self, message: str, node: yaml.Node, path: KeyPath, hint: str = "") -> None:
         line, col = _pos(node)
@@ -187,6 +198,7 @@ class _Builder:
         self._count += 1
         if self._count > _MAX_NODES:
             if self._count == _MAX_NODES + 1:
+                self.too_large = True
                 self.error("the document is too large (aliases expand to too many values)", node, path)
             return None
         self.positions.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)

@@ -111,9 +111,10 @@ def test_every_error_of_the_file_sorted_by_line(tmp_path: Path) -> None:
     assert [e.path for e in errs] == ["tests[0].timeout", "tests[0].repeat", "tests[0].assert[0].contians"]
 
 
-def test_semantic_checks_wait_for_valid_models(tmp_path: Path) -> None:
-    err = one(tmp_path, "    timeout: 3x\n  - { name: b, target: nope }\n")
-    assert err.path == "tests[0].timeout"
+def test_schema_errors_do_not_hide_the_checks_errors(tmp_path: Path) -> None:
+    errs = errors(tmp_path, "    timeout: 3x\n  - { name: b, target: nope }\n")
+    assert [e.path for e in errs] == ["tests[0].timeout", "tests[1].target"]
+    assert errs[1].message == "unknown target 'nope'"
 
 
 def test_an_unexpected_failure_becomes_one_error_naming_the_file(
@@ -122,7 +123,7 @@ def test_an_unexpected_failure_becomes_one_error_naming_the_file(
     def boom(*_: object, **__: object) -> None:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr("tamesu.config.checks.check_suite", boom)
+    monkeypatch.setattr("tamesu.config.checks.check_document", boom)
     err = one(tmp_path, "")
     assert err.file.endswith("suite.yaml")
     assert "RuntimeError: kaboom" in err.message

@@ -388,8 +388,14 @@ def test_edges_of_ranges_pass() -> None:
 
 def test_durations_stay_strings() -> None:
     assert Hook.model_validate({"command": "c", "timeout": "1h30m"}).timeout == "1h30m"
-    assert Hook.model_validate({"command": "c", "timeout": 90}).timeout == "90"
+    assert Hook.model_validate({"command": "c", "timeout": 0}).timeout == "0"
     assert Hook.model_validate({"command": "c"}).timeout == "60s"
+
+
+@pytest.mark.parametrize("bare", [90, 1.5, "5", " 30 "])
+def test_a_duration_without_a_unit_is_refused(bare: object) -> None:
+    error = error_of(Hook, {"command": "c", "timeout": bare})
+    assert error["type"] == "duration" and "needs a unit" in error["msg"]
 
 
 def test_dates_stay_strings() -> None:
