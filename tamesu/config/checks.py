@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tamesu.config.scriptparts import check_script_parts
 from tamesu.config.valuechecks import check_values
 from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
 from tamesu.errors import ConfigError
@@ -79,6 +80,7 @@ def check_document(
     )
     _check_voice(ctx, data)
     ctx.errors.extend(check_values(doc))
+    ctx.errors.extend(check_script_parts(doc))
     ctx.errors.extend(
         check_model_needs(
             model_needs(data),

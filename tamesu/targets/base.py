@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tamesu.secrets import Redactor
     from tamesu.templates import Scope
 
-__all__ = ["TargetAdapter", "TargetContext", "target", "targets"]
+__all__ = ["TargetAdapter", "TargetContext", "target", "targets", "turn_text"]
 
 
 @dataclass
@@ -106,3 +106,33 @@ def target(name: str) -> Any:
         return cls
 
     return deco
+
+
+def turn_text(user: UserTurn, target_type: str, mode: str | None = None) -> str:
+    """The text a target sends for a user turn: its words, and where the type sends data as text
+    (``tamesu.config.scriptparts``) the data as JSON on a line of its own.
+
+    A part the type cannot send (files on rest, keypad digits in text mode) is never dropped: the
+    turn fails as a configuration error naming the type, as ``tamesu validate`` does beforehand.
+    """
+    from tamesu.config.scriptparts import PART_WORDS, carriers, script_parts
+
+    parts = script_parts(target_type, mode) or frozenset({"say"})
+    data = user.data
+    sent = {"dtmf"} if data is not None and set(data) == {"dtmf"} else {"data"} if data is not None else set()
+    if user.files:
+        sent.add("files")
+    refused = sorted(sent - parts)
+    if refused:
+        part = refused[0]
+        raise TargetError(
+            f"a {target_type} target cannot send {PART_WORDS[part]} in a script step"
+            f" ({part} is sent by {carriers(part)} targets)",
+            retryable=False,
+            kind="config",
+        )
+    if data is None:
+        return user.text
+    from tamesu.fuzz import result_text
+
+    return "\n".join(t for t in (user.text, result_text(data)) if t)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.actors.messages import AgentTurn, Message, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.errors import ModelError, TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
-from tamesu.targets.base import TargetAdapter, target
+from tamesu.targets.base import TargetAdapter, target, turn_text
 
 if TYPE_CHECKING:
     from tamesu.config.target import Target as TargetConfig
@@ -110,7 +110,7 @@ class ModelTarget(TargetAdapter):
             await self.start()
         clock = self.ctx.clock
         if user is not None:
-            self.history.append(ChatMessage("user", _user_text(user)))
+            self.history.append(ChatMessage("user", turn_text(user, "model")))
         sent_at = clock.now()
         first_byte_at: float | None = None
         text = ""
@@ -196,12 +196,6 @@ class ModelTarget(TargetAdapter):
             tried = ", ".join(self.chain())
             message = self.ctx.redactor.redact(f"the model under test did not answer (tried {tried}): {exc}")
             raise TargetError(message, retryable=True, kind="model") from None
-
-
-def _user_text(user: UserTurn) -> str:
-    if user.text or user.data is None:
-        return user.text
-    return result_text(user.data)
 
 
 def _raw_body(completion: Completion, call: int) -> dict[str, Any]:

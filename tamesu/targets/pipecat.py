@@ -45,7 +45,7 @@ from tamesu.actors.messages import (
 from tamesu.durations import parse_duration
 from tamesu.errors import TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
-from tamesu.targets.base import TargetAdapter, target
+from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, fmt_seconds, open_session
 from tamesu.targets.pipecat_wire import (
     RTVI_LABEL,
@@ -232,7 +232,7 @@ class PipecatTarget(TargetAdapter):
                     f"the bot closed the websocket ({self.link.closed.describe()}) before this turn"
                 )
             sent_at = clock.now()
-            await self._send_text(user_text(user))
+            await self._send_text(turn_text(user, "pipecat", "text"))
         for item in pending:
             for msg in await self._on(item, state, clock.now()):
                 yield msg
@@ -386,10 +386,6 @@ class PipecatTarget(TargetAdapter):
         if self.link is not None:
             link, self.link = self.link, None
             await link.close()
-
-
-def user_text(user: UserTurn) -> str:
-    return user.text or (result_text(user.data) if user.data is not None else "")
 
 
 def rtvi_type(item: Any) -> str | None:

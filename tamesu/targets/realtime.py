@@ -38,7 +38,7 @@ from tamesu.actors.messages import (
 )
 from tamesu.errors import TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
-from tamesu.targets.base import TargetAdapter, target
+from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, fmt_seconds, open_session
 from tamesu.targets.realtime_events import DEFAULT_URL, Dialect, canonical
 from tamesu.targets.wslink import Closed, WsLink, http_to_ws
@@ -265,7 +265,7 @@ class RealtimeTarget(TargetAdapter):
             )
         sent_at = clock.now()
         if user is not None:
-            await self.send(self.dialect.user_text(user_text(user)))
+            await self.send(self.dialect.user_text(turn_text(user, "realtime", "text")))
         await self.send(self.dialect.response_create())
         state = _Turn()
         async for msg in self._read(state, sent_at):
@@ -386,10 +386,6 @@ def test_mode(ctx: TargetContext) -> str | None:
     """The test's own ``mode``, which overrides the target's."""
     spec = ctx.extra.get("spec")
     return getattr(getattr(spec, "test", None), "mode", None)
-
-
-def user_text(user: UserTurn) -> str:
-    return user.text or (result_text(user.data) if user.data is not None else "")
 
 
 def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

@@ -16,7 +16,7 @@ from tamesu.actors.messages import Message, UserTurn
 from tamesu.errors import TargetError
 from tamesu.http import fast_lane
 from tamesu.jsonpath import JSONPathError
-from tamesu.targets.base import TargetAdapter, target
+from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import (
     ConnectPolicy,
     HttpCall,
@@ -111,7 +111,7 @@ class RestTarget(TargetAdapter):
             await listener.close()
 
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
-        scope = self.ctx.scope.child({"message": "" if user is None else user.text})
+        scope = self.ctx.scope.child({"message": "" if user is None else turn_text(user, "rest")})
         try:
             if self._plain():
                 for msg in await self._plain_answer(user, scope):
@@ -128,7 +128,7 @@ class RestTarget(TargetAdapter):
     async def whole_answer(self, user: UserTurn | None) -> list[Message] | None:
         if not self._plain():
             return None
-        scope = self.ctx.scope.child({"message": "" if user is None else user.text})
+        scope = self.ctx.scope.child({"message": "" if user is None else turn_text(user, "rest")})
         try:
             return await self._plain_answer(user, scope)
         except TargetError as exc:

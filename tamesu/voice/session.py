@@ -339,6 +339,15 @@ class VoiceSession:
         """The user turn as audio (the pause before it, DTMF as protocol messages or tones, then
         speech) and the messages that record it."""
         s = self.settings
+        if user.files or (user.data is not None and set(user.data) != {"dtmf"}):
+            from tamesu.config.scriptparts import carriers
+
+            part = "files" if user.files else "data"
+            raise TargetError(
+                f"a call cannot send {part} in a script step ({part} is sent by {carriers(part)} targets)",
+                retryable=False,
+                kind="config",
+            )
         if not self._barging_next and s.silence_after_turn_ms:
             await self.clock.sleep(self.rng.silence_after_turn(*s.silence_after_turn_ms))
         self._barging_next = False

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.messages import RawResponse, ToolCall, ToolResult
+from tamesu.actors.messages import RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.clock import VirtualClock
 from tamesu.config import Models
 from tamesu.config.target import Target
@@ -289,3 +289,12 @@ async def test_fuzz_delay_holds_the_normal_answer_on_the_run_clock(rig: Rig, har
     assert json.loads(rig.tool_messages(1)[0]["content"]) == NORMAL
     result = harness.of_type(out, ToolResult)[0]
     assert result.at == pytest.approx(8.0) and out[-1].end_at == pytest.approx(8.0)
+
+
+async def test_a_model_target_sends_the_data_as_json_after_the_words(rig: Rig) -> None:
+    rig.server.queue(Reply(text="noted"))
+    t = await rig.target({"system": "You help."})
+    out = [m async for m in t.turn(UserTurn(text="my order", data={"id": "ORD-1", "n": 2}))]
+    assert out[-1].text == "noted"
+    words, data = rig.messages()[-1]["content"].split("\n")
+    assert words == "my order" and json.loads(data) == {"id": "ORD-1", "n": 2}
