@@ -8,6 +8,7 @@ comparators (lt / lte / gt / gte / eq) must all hold when several are given.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -26,6 +27,7 @@ __all__ = [
     "json_subset",
     "numbered",
     "redacted",
+    "rounded",
     "shorten",
     "snippet",
     "text_pattern",
@@ -92,6 +94,14 @@ def compare(value: float, spec: Any) -> tuple[bool, str]:
         }[key]
         ok = ok and holds
     return ok, " and ".join(parts) or "any value"
+
+
+def rounded(value: float) -> float:
+    """A measured value as a report shows it: two decimals, or four significant digits below 1
+    (1234.57 ms, 0.01235 USD) rather than every digit the arithmetic left."""
+    if not math.isfinite(value):
+        return value
+    return round(value, 2) if abs(value) >= 1 else float(f"{value:.4g}")
 
 
 def math_eq(a: float, b: float) -> bool:

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
-from tamesu.assertions.compare import compare, given, shorten, text_pattern
+from tamesu.assertions.compare import compare, given, rounded, shorten, text_pattern
 
 __all__ = ["NEEDS_A_MODEL", "captured", "handoff", "metric", "turns"]
 
@@ -184,5 +184,4 @@ def metric(spec: Any, ctx: AssertionContext) -> AssertionResult:
             message=f"{name} has no value in this run (nothing was measured for it)",
         )
     ok, want = compare(value, spec)
-    message = "" if ok else f"{name} is {value:g}, expected {want}"
-    return AssertionResult.of(ok, expected=f"{name} {want}", actual=value, message=message)
+    return AssertionResult.of(ok, expected=f"{name} {want}", actual=rounded(value))

@@ -43,12 +43,13 @@ def contains(spec: str, ctx: AssertionContext) -> AssertionResult:
         return _no_agent_turns()
     if text_pattern(spec).search(_joined(turns)):
         return AssertionResult.of(True, expected=spec)
-    seen = _describe(closest_turn(spec, turns))
+    closest = closest_turn(spec, turns)
+    where = f"; the closest is turn {closest[0]}" if closest is not None else ""
     return AssertionResult.of(
         False,
         expected=spec,
-        actual=seen,
-        message=f"{spec!r} not found in {len(turns)} agent turn(s); closest is {seen}",
+        actual=_describe(closest),
+        message=f"not in any of {len(turns)} agent turn(s){where}",
     )
 
 
@@ -61,7 +62,7 @@ def not_contains(spec: str, ctx: AssertionContext) -> AssertionResult:
         if m:
             seen = f"turn {n}: {snippet(turn.text, m.start(), m.end())}"
             return AssertionResult.of(
-                False, expected=f"not {spec!r}", actual=seen, message=f"forbidden text {spec!r} in {seen}"
+                False, expected=f"not {spec!r}", actual=seen, message=f"forbidden text in agent turn {n}"
             )
     return AssertionResult.of(True, expected=f"not {spec!r}")
 
@@ -103,6 +104,6 @@ def not_regex(spec: str, ctx: AssertionContext) -> AssertionResult:
         if m:
             seen = f"turn {n}: {snippet(turn.text, m.start(), m.end())}"
             return AssertionResult.of(
-                False, expected=f"no match of /{spec}/", actual=seen, message=f"/{spec}/ matched in {seen}"
+                False, expected=f"no match of /{spec}/", actual=seen, message=f"matched in agent turn {n}"
             )
     return AssertionResult.of(True, expected=f"no match of /{spec}/")

@@ -40,11 +40,12 @@ def _short(value: Any) -> str:
 
 
 def assertion_line(a: AssertionResult) -> str:
-    """``contains: expected '30 days', seen 'no idea' (message)``: one failed assertion in one line."""
+    """``contains: expected '30 days', seen 'no idea' (message)``: one failed assertion in one line
+    (what the agent said once: a message that quotes it already leaves out the ``seen``)."""
     seen = []
     if a.expected is not None:
         seen.append(f"expected {_short(a.expected)}")
-    if a.actual is not None:
+    if a.actual is not None and not (isinstance(a.actual, str) and a.actual and a.actual in a.message):
         seen.append(f"seen {_short(a.actual)}")
     text = f"{a.name}: {', '.join(seen)}"
     if a.message:

@@ -103,7 +103,14 @@ async def test_metric_computed_and_alias(check: Check) -> None:
     assert (await check({"metric": {"name": "turn_latency_max_ms", "lt": 1001}}, TIMED)).passed
     slow = await check({"metric": {"name": "turn_latency_ms_max", "lt": 999}}, TIMED)
     assert not slow.passed and slow.actual == pytest.approx(1000.0)
-    assert slow.message == "turn_latency_ms_max is 1000, expected < 999"
+    assert slow.expected == "turn_latency_ms_max < 999" and slow.message == ""
+
+
+async def test_a_metric_value_is_reported_rounded(check: Check) -> None:
+    measured = convo("agent: hi", metrics={"response_ms_p95": 1234.56789, "llm_cost_usd": 0.0123456789})
+    slow = await check({"metric": {"name": "response_ms_p95", "lt": 1000}}, measured)
+    costly = await check({"metric": {"name": "llm_cost_usd", "lt": 0.01}}, measured)
+    assert (slow.actual, costly.actual) == (1234.57, 0.01235)
 
 
 async def test_metric_prefers_recorded_values(check: Check) -> None:

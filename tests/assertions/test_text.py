@@ -24,7 +24,7 @@ async def test_contains_failure_shows_the_closest_turn(check: Check) -> None:
     result = await check({"contains": "refunds go back to the gift card"}, REFUND)
     assert not result.passed and not result.error
     assert result.actual.startswith("turn 2: Refunds go back")
-    assert "closest is turn 2" in result.message
+    assert result.message == "not in any of 2 agent turn(s); the closest is turn 2"
 
 
 async def test_contains_with_no_agent_turn_fails(check: Check) -> None:

@@ -5,9 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.reports.junit import write_junit
+from tamesu.assertions import AssertionContext, evaluate
+from tamesu.reports.junit import assertion_line, write_junit
 from tamesu.runner.api import InvocationResult
 from tamesu.secrets import Redactor
+from tamesu.templates import Scope
+from tamesu.transcript import Transcript, Turn
 
 from .builders import SECRET
 
@@ -98,3 +101,22 @@ def test_control_characters_do_not_break_the_xml(invocation: InvocationResult, t
     _, root = parse(invocation, Redactor(), tmp_path)
     error = next(c for c in root.iter("testcase") if c.get("name") == "order status").find("error")
     assert error is not None and error.get("message") == "bad byte ??[31m here"
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec"),
+    [("contains", "30 days"), ("not_contains", "ninety"), ("not_regex", "nin(e)ty"), ("regex", r"\b30\b")],
+)
+async def test_a_failed_assertion_line_quotes_the_agent_turn_once(kind: str, spec: str) -> None:
+    said = "Our return window is ninety days, friend."
+    transcript = Transcript(turns=[Turn(role="user", text="hi"), Turn(role="agent", text=said, index=1)])
+    result = await evaluate(kind, spec, AssertionContext(transcript=transcript, scope=Scope()))
+    line = assertion_line(result)
+    assert not result.passed and line.count("ninety days") == 1, line
+
+
+async def test_a_failed_metric_line_shows_the_value_rounded_once() -> None:
+    transcript = Transcript(metrics={"response_ms_p95": 1234.56789})
+    spec = {"name": "response_ms_p95", "lt": 1000}
+    result = await evaluate("metric", spec, AssertionContext(transcript=transcript, scope=Scope()))
+    assert assertion_line(result) == "metric: expected 'response_ms_p95 < 1000', seen 1234.57"
