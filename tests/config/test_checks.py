@@ -264,9 +264,10 @@ def test_referenced_files_exist_next_to_the_suite(tmp_path: Path) -> None:
     targets = (
         "  m: { type: model, system_file: prompts/missing.md }\n"
         "  web: { type: browser, url: 'http://x', auth: { storage_state: auth/state.json } }\n"
+        "  peer: { type: a2a, url: 'http://x' }\n"
     )
     tests = (
-        "  - name: a\n    target: m\n"
+        "  - name: a\n    target: peer\n"
         "    persona: { behaviors: { background_noise: noise/cafe.wav } }\n"
         "    scenario:\n      script:\n"
         "        - { say: hi, files: [ present.pdf, missing.pdf, 'https://cdn/x.jpg', { path: gone.pdf }, { uri: 's3://b/k' } ] }\n"
