@@ -33,6 +33,7 @@ from tamesu.secrets import SecretStore
 from tamesu.simulator import make_simulator
 from tamesu.templates import Scope, render_text
 from tamesu.transcript import Transcript
+from tamesu.untrusted import json_bytes
 
 from .base import Actor, drive, error_message, roundtrip
 from .messages import ErrorMsg
@@ -161,7 +162,7 @@ class RunGraph:
         """The transcript and results as JSON text, to look for secrets in (none: nothing to do)."""
         if not self.services.redactor:
             return b""
-        return msgspec.json.encode((self.transcript, self.results), enc_hook=str)
+        return json_bytes((self.transcript, self.results), enc_hook=str)
 
     def _fail(self, message: str, kind: str, retryable: bool) -> None:
         self._graded = False

@@ -33,6 +33,7 @@ from tamesu.runner.scheduler import Budget, human_duration
 from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import result_of
 from tamesu.templates import Scope
+from tamesu.untrusted import json_bytes
 
 if TYPE_CHECKING:
     import httpx
@@ -397,8 +398,8 @@ class LoadDriver:
                 item.result.transcript_file = store.write_transcript(
                     item.result, item.transcript, self.redactor
                 )
-            lines.append(msgspec.json.encode(item.result) + b"\n")
-            calls.append(msgspec.json.encode(item.sample) + b"\n")
+            lines.append(json_bytes(item.result) + b"\n")
+            calls.append(json_bytes(item.sample) + b"\n")
         for name, data in (("results.jsonl", lines), (CALLS_FILE, calls)):
             with open(store.dir / name, "ab") as f:
                 f.write(b"".join(data))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from tamesu.transcript import AudioSegment, HandoffInfo, ToolCallRecord, Transcript, Turn
+from tamesu.untrusted import loads_json
 
 from .base import Actor
 from .messages import (
@@ -51,7 +52,7 @@ def json_path_values(path: str, data: Any) -> list[Any]:
 
     if isinstance(data, (str, bytes)):
         try:
-            data = json.loads(data)
+            data = loads_json(data)
         except ValueError:
             return []
     if not isinstance(data, (dict, list)):

@@ -3,25 +3,30 @@
 The adapter does the talking (it is given to the actor; the actor opens nothing itself). The
 actor passes each user turn on to the recorder, then every message of the agent's answer, and
 fills the timings an adapter left out: sent (just before the turn), first byte (the first message
-of the answer) and end (the ``AgentTurn``).
+of the answer) and end (the ``AgentTurn``). Every message it passes on is storable: a lone
+surrogate an adapter let through (a JSON escape such as ``\\ud800``) is kept as its escape, so
+no later encoding of the transcript, a report or a request can fail on it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import msgspec
 
 from tamesu.errors import TargetError
+from tamesu.untrusted import storable
 
 from .base import Actor
-from .messages import AgentTurn, Message, SessionStart, UserTurn
+from .messages import AgentTurn, AudioBatch, AudioFrame, Message, MetricMsg, SessionStart, UserTurn
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock
     from tamesu.targets.base import TargetAdapter
 
-__all__ = ["TargetActor"]
+__all__ = ["TargetActor", "storable_message"]
+
+_M = TypeVar("_M", bound=Message)
 
 
 class TargetActor(Actor):
@@ -73,6 +78,7 @@ class TargetActor(Actor):
         now = self.clock.now()
         if self._first is None:
             self._first = now
+        msg = storable_message(msg)
         if isinstance(msg, AgentTurn):
             return _stamped(msg, sent, self._first, now)
         await self.send(msg if msg.at else msgspec.structs.replace(msg, at=now))
@@ -81,7 +87,7 @@ class TargetActor(Actor):
     async def _turn(self, user: UserTurn | None) -> None:
         sent = self.clock.now()
         if user is not None:
-            user = msgspec.structs.replace(user, at=sent)
+            user = storable_message(msgspec.structs.replace(user, at=sent))
             await self.send(user)
         self._first = None
         final: AgentTurn | None = None
@@ -110,6 +116,23 @@ class TargetActor(Actor):
             retryable=False,
             kind="adapter",
         )
+
+
+_TEXTLESS = (AudioFrame, AudioBatch, MetricMsg)
+_check = msgspec.json.Encoder(enc_hook=str).encode
+
+
+def storable_message(msg: _M) -> _M:
+    """The message as it is when every string in it can be encoded, else a copy where each lone
+    surrogate is written as its escape (what a target put in raw answers that is not plain data
+    is then kept as its text)."""
+    if isinstance(msg, _TEXTLESS):
+        return msg
+    try:
+        _check(msg)
+    except UnicodeEncodeError:
+        return msgspec.convert(storable(msgspec.to_builtins(msg, enc_hook=str)), type(msg))
+    return msg
 
 
 def _stamped(msg: AgentTurn, sent: float, first: float, now: float) -> AgentTurn:

@@ -24,6 +24,7 @@ from tamesu.errors import (
     TamesuError,
     UsageError,
 )
+from tamesu.untrusted import printable
 
 __all__ = ["build_parser", "main"]
 
@@ -164,19 +165,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_config_errors(errors, color=use_color(None, sys.stderr), stream=sys.stderr)
         return EXIT_CONFIG
     except UsageError as exc:
-        print(f"tamesu: error: {exc}", file=sys.stderr)
+        print(f"tamesu: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_CONFIG
     except BudgetExceeded as exc:
-        print(f"tamesu: budget exceeded: {exc}", file=sys.stderr)
+        print(f"tamesu: budget exceeded: {printable(str(exc))}", file=sys.stderr)
         return EXIT_BUDGET
     except (MissingExtraError, TamesuError) as exc:
-        print(f"tamesu: {exc}", file=sys.stderr)
+        print(f"tamesu: {printable(str(exc))}", file=sys.stderr)
         return EXIT_INFRA
     except Exception as exc:
         if os.environ.get("TAMESU_DEBUG"):
             raise
         print(
-            f"tamesu: internal error: {type(exc).__name__}: {exc} (set TAMESU_DEBUG=1 for the traceback)",
+            f"tamesu: internal error: {type(exc).__name__}: {printable(str(exc))} (set TAMESU_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )
         return EXIT_INFRA

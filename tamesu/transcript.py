@@ -95,7 +95,9 @@ class Transcript(msgspec.Struct, kw_only=True):
         return "\n".join(t.text for t in self.agent_turns())
 
     def to_json(self) -> bytes:
-        return msgspec.json.encode(self)
+        from tamesu.untrusted import json_bytes
+
+        return json_bytes(self)
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Transcript:

@@ -118,8 +118,14 @@ def numbered(turns: Sequence[Turn]) -> list[tuple[int, Turn]]:
 
 
 def shorten(text: str, limit: int = 240) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """The start of the text, whitespace folded, at most ``limit`` characters (… when cut).
+
+    Only the start is folded, so a reply of any size costs no more than a short one."""
+    head = text[: limit * 8]
+    out = " ".join(head.split())
+    if len(out) <= limit and len(head) == len(text):
+        return out
+    return out[: limit - 1] + "…"
 
 
 def snippet(text: str, start: int, end: int, *, around: int = 40) -> str:
@@ -130,19 +136,36 @@ def snippet(text: str, start: int, end: int, *, around: int = 40) -> str:
     return ("…" if left else "") + out + ("…" if right < len(text) else "")
 
 
+CLOSEST_WINDOW = 2000
+"""Characters of one turn compared with the needle: a longer turn is compared where one of the
+needle's longest words first occurs in its first ``ANCHOR_SPAN`` characters (else at its start), so
+a huge reply costs little more than a short one."""
+ANCHOR_SPAN = 1_000_000
+
+
 def closest_turn(needle: str, turns: Sequence[Turn]) -> tuple[int, Turn] | None:
     """The agent turn most like ``needle`` (longest shared run of characters, then overall likeness)."""
     best: tuple[float, float] | None = None
     found: tuple[int, Turn] | None = None
-    want = " ".join(needle.split()).lower()
+    want = " ".join(needle[:CLOSEST_WINDOW].split()).lower()
+    words = sorted(set(want.split()), key=len, reverse=True)[:3]
+    anchor = re.compile("|".join(map(re.escape, words)), re.IGNORECASE) if words else None
     for n, turn in numbered(turns):
-        have = " ".join(turn.text.split()).lower()
+        have = " ".join(_window(turn.text, anchor).split()).lower()
         m = difflib.SequenceMatcher(None, want, have, autojunk=False)
         block = m.find_longest_match(0, len(want), 0, len(have)).size
         score = (block / max(len(want), 1), m.ratio())
         if best is None or score > best:
             best, found = score, (n, turn)
     return found
+
+
+def _window(text: str, anchor: re.Pattern[str] | None) -> str:
+    if len(text) <= CLOSEST_WINDOW:
+        return text
+    m = anchor.search(text, 0, ANCHOR_SPAN) if anchor is not None else None
+    at = 0 if m is None else max(0, m.start() - CLOSEST_WINDOW // 4)
+    return text[at : at + CLOSEST_WINDOW]
 
 
 def redacted(result: AssertionResult, ctx: AssertionContext) -> AssertionResult:

@@ -48,15 +48,14 @@ def _check_json(spec: Any, body: str) -> str | None:
     jp = _get(spec, "json_path")
     if jp is None:
         return None
-    import json
-
     from tamesu.jsonpath import find
+    from tamesu.untrusted import loads_json
 
     path = jp["path"] if isinstance(jp, dict) else jp.path
     has_equals = ("equals" in jp) if isinstance(jp, dict) else given(jp, "equals")
     equals = jp.get("equals") if isinstance(jp, dict) else jp.equals
     try:
-        data = json.loads(body)
+        data = loads_json(body)
     except ValueError:
         return f"the body is not JSON, so {path} cannot be read: {shorten(body) or '(empty)'}"
     values = find(path, data)

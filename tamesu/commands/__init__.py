@@ -14,6 +14,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
+from tamesu.untrusted import printable
+
 __all__ = [
     "COMMANDS",
     "EXIT_BUDGET",
@@ -60,7 +62,9 @@ def use_color(choice: str | None, stream: TextIO | None = None) -> bool:
 
 
 def paint(text: str, style: str, on: bool) -> str:
-    """ANSI styling without a dependency; a no-op when colour is off."""
+    """ANSI styling without a dependency; the text itself is made ``printable`` first, so only
+    these codes reach the terminal."""
+    text = printable(text)
     if not on or style not in _CODES:
         return text
     return f"\033[{_CODES[style]}m{text}\033[0m"
@@ -91,13 +95,17 @@ def print_config_errors(errors: Sequence[object], *, color: bool, stream: TextIO
     out = stream or sys.stdout
     for e in errors:
         where, _, rest = str(e).partition(": ")
-        out.write(f"{paint(where, 'bold', color)}: {paint(rest, 'red', color)}\n" if color else f"{e}\n")
+        out.write(
+            f"{paint(where, 'bold', color)}: {paint(rest, 'red', color)}\n"
+            if color
+            else f"{printable(str(e))}\n"
+        )
 
 
 def table(rows: Sequence[Sequence[str]], *, header: Sequence[str] | None = None, color: bool = False) -> str:
     """Plain aligned columns; the header is bold when colour is on."""
     all_rows = [[*header]] if header else []
-    all_rows += [[*r] for r in rows]
+    all_rows += [[printable(cell) for cell in r] for r in rows]
     if not all_rows:
         return ""
     widths = [max(len(r[i]) for r in all_rows if i < len(r)) for i in range(max(map(len, all_rows)))]

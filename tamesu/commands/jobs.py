@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from tamesu.untrusted import printable
+
 __all__ = ["add_arguments", "run"]
 
 ACTIONS = ("list", "logs", "fetch", "stop")
@@ -80,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         if args.follow:
             follow_job(jobs, args.job)
         else:
-            sys.stdout.write(visible(jobs.logs(args.job)))
+            sys.stdout.write(printable(visible(jobs.logs(args.job))))
         return 0
     if args.action == "stop":
         stopped = jobs.stop(args.job)

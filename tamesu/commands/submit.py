@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tamesu.untrusted import printable
+
 __all__ = ["add_arguments", "fetch_results", "follow_job", "run"]
 
 
@@ -93,10 +95,10 @@ def follow_job(jobs: Any, job_id: str, *, stream: Any = None) -> str:
             *lines, pending = pending.split("\n")
             for line in lines:
                 if not line.startswith(ARTIFACT):
-                    out.write(line + "\n")
+                    out.write(printable(line) + "\n")
             out.flush()
         if pending and not pending.startswith(ARTIFACT):
-            out.write(pending + "\n")
+            out.write(printable(pending) + "\n")
 
     asyncio.run(tail())
     return str(jobs.wait(job_id, timeout=60.0))

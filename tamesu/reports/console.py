@@ -4,7 +4,8 @@ Rich is imported only when a reporter is made, so ``import tamesu`` stays light.
 there is a progress bar (done/total, passed, failed, errors, elapsed, ETA); anywhere else (CI logs,
 pipes) one plain line per finished run. The summary is a table per test, then for each failure
 the failing assertion with expected vs seen and the last turns of the conversation, then each
-error's message, then one line of totals. Every string printed passes through the redactor.
+error's message, then one line of totals. Every string printed passes through the redactor, then
+``printable``: what an agent said never reaches the terminal as control sequences.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tamesu.reports.junit import assertion_line
 from tamesu.runner.scheduler import Reporter
+from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
     from tamesu.runner.api import InvocationResult
@@ -86,7 +88,7 @@ class ConsoleReporter(Reporter):
         self._tally = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0}
 
     def _r(self, text: str) -> str:
-        return self.redactor.redact(text) if self.redactor else text
+        return printable(self.redactor.redact(text) if self.redactor else text)
 
     def _text(self, text: str, style: str = "") -> Any:
         from rich.text import Text

@@ -9,12 +9,13 @@ or unrun test ``<skipped>``. Everything written passes through the redactor.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tamesu.untrusted import xml_text
 
 if TYPE_CHECKING:
     from tamesu.assertions.base import AssertionResult
@@ -25,13 +26,11 @@ if TYPE_CHECKING:
 
 __all__ = ["assertion_line", "junit_xml", "write_junit"]
 
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _SHORT = 200
 
 
 def _clean(text: str, redactor: Redactor | None) -> str:
-    text = redactor.redact(text) if redactor else text
-    return _INVALID_XML.sub("?", text)
+    return xml_text(redactor.redact(text) if redactor else text)
 
 
 def _short(value: Any) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tamesu.load.stats import SERIES, CallSample, window_rows
 from tamesu.metrics import percentile
+from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
     from tamesu.load.gates import GateResult
@@ -224,7 +225,7 @@ def render_load_report(
     say("Gates:")
     for g in report["gates"]:
         mark = paint("PASS", "green", color) if g["passed"] else paint("FAIL", "red", color)
-        say(f"  {mark} {g['name']}: {_limit(g)}  {g['detail']}")
+        say(f"  {mark} {printable(str(g['name']))}: {_limit(g)}  {printable(str(g['detail']))}")
     if report.get("interrupted"):
         say(paint("interrupted: resume with tamesu load --resume", "yellow", color))
     if report.get("budget_exceeded"):

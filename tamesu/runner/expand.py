@@ -206,8 +206,10 @@ def _read_csv(text: str, path: Path) -> list[CaseRow]:
 def _read_json(text: str, path: Path) -> list[CaseRow]:
     import json
 
+    from tamesu.untrusted import loads_json
+
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"malformed JSON: {exc.msg}", file=str(path), line=exc.lineno, column=exc.colno

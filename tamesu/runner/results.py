@@ -31,6 +31,7 @@ import msgspec
 
 from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import final_results, run_key
+from tamesu.untrusted import json_bytes
 
 if TYPE_CHECKING:
     from tamesu.secrets import Redactor
@@ -68,7 +69,7 @@ def safe_name(text: str, *, key: str | None = None, limit: int = 60) -> str:
 
 def redact_result(result: RunResult, redactor: Redactor | None) -> RunResult:
     """The result with every secret value replaced, in messages, expected/actual and error text."""
-    if not redactor or not redactor.found_in_json(msgspec.json.encode(result)):
+    if not redactor or not redactor.found_in_json(json_bytes(result)):
         return result
     data = redactor.redact_obj(msgspec.to_builtins(result))
     return msgspec.convert(data, RunResult)
@@ -126,7 +127,7 @@ class ResultsStore:
         """Append several results with one write and one fsync; durable when it returns."""
         if not results:
             return
-        data = b"".join(msgspec.json.encode(r) + b"\n" for r in results)
+        data = b"".join(json_bytes(r) + b"\n" for r in results)
         with self._lock:
             fd = os.open(self._prefix + "results.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -143,9 +144,9 @@ class ResultsStore:
         if result.attempt > 1:
             name += f".{result.attempt}"
         rel = f"transcripts/{name}.json"
-        data = msgspec.json.encode(transcript)
+        data = json_bytes(transcript)
         if redactor and redactor.found_in_json(data):
-            data = msgspec.json.encode(redactor.redact_obj(msgspec.to_builtins(transcript)))
+            data = json_bytes(redactor.redact_obj(msgspec.to_builtins(transcript)))
         fd = os.open(self._prefix + rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(data)

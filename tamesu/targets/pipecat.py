@@ -26,7 +26,6 @@ name is in ``tool_results`` or ``fuzz_tools`` are answered with ``llm-function-c
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -57,6 +56,7 @@ from tamesu.targets.pipecat_wire import (
     transcription_frame,
 )
 from tamesu.targets.wslink import Closed, WsLink, http_to_ws
+from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.config.target import Target as TargetConfig
@@ -77,7 +77,7 @@ def _decode(frame: str | bytes) -> Any:
     if wire is None or wire.kind != "message":
         return wire
     try:
-        return json.loads(wire.get("data", ""))
+        return loads_json(wire.get("data", ""))
     except ValueError:
         return wire
 

@@ -42,6 +42,7 @@ from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, fmt_seconds, open_session
 from tamesu.targets.realtime_events import DEFAULT_URL, Dialect, canonical
 from tamesu.targets.wslink import Closed, WsLink, http_to_ws
+from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.config.target import Target as TargetConfig
@@ -80,7 +81,7 @@ def api_error(event: dict[str, Any], *, before: str | None = None) -> str:
 
 def _decode(frame: str | bytes) -> dict[str, Any] | None:
     try:
-        event = json.loads(frame)
+        event = loads_json(frame)
     except (ValueError, UnicodeDecodeError):
         return {"type": "tamesu.unreadable", "frame": frame[:200] if isinstance(frame, str) else None}
     return event if isinstance(event, dict) else None
@@ -395,7 +396,7 @@ def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if raw in (None, ""):
         return {}, None
     try:
-        value = json.loads(raw)
+        value = loads_json(raw)
     except (TypeError, ValueError):
         return {}, str(raw)
     return (value, None) if isinstance(value, dict) else ({}, str(raw))

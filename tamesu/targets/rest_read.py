@@ -17,6 +17,7 @@ import msgspec
 from tamesu.actors.messages import AgentPartial, AgentTurn, Message, RawResponse, ToolCall
 from tamesu.jsonpath import find, find_in_message, truthy
 from tamesu.targets.handoff import detect_handoff
+from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock
@@ -39,7 +40,7 @@ def decode_text(text: str) -> tuple[Any, bool]:
     except msgspec.MsgspecError:
         pass  # what msgspec refuses (NaN, lone surrogates, 1e400) Python's json may still read
     try:
-        return json.loads(stripped), True
+        return loads_json(stripped), True
     except ValueError:
         return text, False
 

@@ -23,6 +23,7 @@ from tamesu.jsonpath import find_in_message, truthy
 from tamesu.targets.connect import fmt_seconds, open_websocket, snippet
 from tamesu.targets.rest_read import decode_text
 from tamesu.templates import render, render_text
+from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.targets.rest import RestTarget
@@ -78,7 +79,7 @@ def sio_decode(packet: str) -> dict[str, Any] | None:
     while i < len(body) and body[i].isdigit():
         i += 1
     try:
-        args = json.loads(body[i:])
+        args = loads_json(body[i:])
     except ValueError:
         return None
     if not isinstance(args, list) or not args:

@@ -24,6 +24,7 @@ from tamesu.errors import TargetError
 from tamesu.targets.base import TargetAdapter, target
 from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.templates import render_text
+from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.config.target import Target as TargetConfig
@@ -194,7 +195,7 @@ class TwilioTarget(TargetAdapter):
         if session is None:
             return
         try:
-            msg = json.loads(text)
+            msg = loads_json(text)
         except ValueError:
             session.heard_message(RawResponse(body=text, at=self.ctx.clock.now()), activity=False)
             return

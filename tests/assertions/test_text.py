@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
+
+from tamesu.transcript import Transcript, Turn
 
 from .builders import convo
 from .conftest import Check
@@ -70,3 +74,20 @@ async def test_single_turn_transcript_as_on_turn_gives_it(check: Check) -> None:
     last = convo("agent: Goodbye and thanks!")
     assert (await check({"contains": "goodbye", "on_turn": "last"}, last)).passed
     assert not (await check({"contains": "return window", "on_turn": "last"}, last)).passed
+
+
+async def test_a_failing_contains_on_a_huge_reply_costs_little_more_than_the_reply(check: Check) -> None:
+    size = 4_000_000
+    huge = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+    turns = [Turn(role="agent", text=huge), Turn(role="agent", text="the refund window is 30 days")]
+    tracemalloc.start()
+    try:
+        result = await check({"contains": "refund window is 90 days"}, Transcript(turns=turns))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not result.passed and result.actual == "turn 2: the refund window is 30 days"
+    assert peak < 3 * size, f"{peak / 1e6:.0f} MB to fail on a {size / 1e6:.0f} MB reply"
+    long_miss = await check({"contains": "zzz"}, Transcript(turns=turns[:1]))
+    assert long_miss.actual.startswith("turn 1: lorem ipsum") and long_miss.actual.endswith("…")
+    assert len(long_miss.actual) < 260

@@ -107,3 +107,22 @@ def test_transcript_missing_is_not_an_error(
     invocation.run_dir = tmp_path / "gone"
     text = render(invocation, redactor, color="never")
     assert "last 3 turn(s)" not in text
+
+
+AGENT = "\x1b[2J\x1b]0;owned\x07\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\\x1b[8mhidden\x9b31m\u202e\ud800"
+
+
+def test_what_the_agent_said_reaches_the_terminal_only_as_visible_escapes(
+    invocation: InvocationResult, redactor: Redactor
+) -> None:
+    invocation.tests[1].runs[0].error = f"agent said {AGENT}"
+    out = FakeTTY()
+    reporter = ConsoleReporter(stream=out, redactor=redactor, color="always", width=400)
+    reporter.note(f"hook said {AGENT}")
+    reporter.summary(invocation)
+    text = out.getvalue()
+    for raw in ("\x1b[2J", "\x1b]", "\x07", "\x1b[8m", "\x9b", "\u202e", "\ud800"):
+        assert raw not in text, f"{raw!r} reached the terminal"
+    shown = r"\x1b[2J\x1b]0;owned\x07\x1b]8;;https://evil.example/\x1b\click\x1b]8;;\x1b\\x1b[8mhidden\x9b31m\u202e\ud800"
+    assert f"agent said {shown}" in text and f"hook said {shown}" in text
+    assert "\x1b[" in text, "tamesu's own colours still reach it"

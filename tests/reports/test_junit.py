@@ -96,11 +96,13 @@ def test_children_come_in_schema_order_and_nothing_secret_is_written(
         assert sum(1 for child in case if child.tag in ("skipped", "error", "failure")) <= 1
 
 
-def test_control_characters_do_not_break_the_xml(invocation: InvocationResult, tmp_path: Path) -> None:
-    invocation.tests[1].runs[0].error = "bad byte \x00\x1b[31m here"
+def test_characters_xml_cannot_hold_are_written_as_visible_escapes(
+    invocation: InvocationResult, tmp_path: Path
+) -> None:
+    invocation.tests[1].runs[0].error = "bad byte \x00\x1b[31m here \ud800"
     _, root = parse(invocation, Redactor(), tmp_path)
     error = next(c for c in root.iter("testcase") if c.get("name") == "order status").find("error")
-    assert error is not None and error.get("message") == "bad byte ??[31m here"
+    assert error is not None and error.get("message") == "bad byte \\x00\\x1b[31m here \\ud800"
 
 
 @pytest.mark.parametrize(
