@@ -400,11 +400,8 @@ class LoadDriver:
                 )
             lines.append(json_bytes(item.result) + b"\n")
             calls.append(json_bytes(item.sample) + b"\n")
-        for name, data in (("results.jsonl", lines), (CALLS_FILE, calls)):
-            with open(store.dir / name, "ab") as f:
-                f.write(b"".join(data))
-                f.flush()
-                os.fsync(f.fileno())
+        store.append_lines("results.jsonl", b"".join(lines))
+        store.append_lines(CALLS_FILE, b"".join(calls))
 
     def _checkpoint(self) -> None:
         assert self.store is not None

@@ -145,6 +145,7 @@ def _store(
         if directory is None or not (directory / "settings.json").is_file():
             raise UsageError(f"--resume: no earlier load test of these suites under {where}")
         store = ResultsStore.open(directory)
+        store.resume()
         store.mark_latest()
         return store, True
     started = time.time()
@@ -307,6 +308,8 @@ async def run_load(request: LoadRequest) -> LoadResult:
     )
     if not request.quiet:
         stream.write(f"Load test: {_describe(profile)}; results in {store.dir}\n")
+        for note in store.notes:
+            stream.write(f"note: {note}\n")
         stream.flush()
     view.start()
     try:
@@ -339,6 +342,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
     if request.json:
         write_load_report(report, request.json, redactor=redactor)
     render_load_report(report, color=request.color, stream=stream, redactor=redactor)
+    store.close()
     return LoadResult(exit_code=code, report=report, run_dir=store.dir, outcome=outcome)
 
 

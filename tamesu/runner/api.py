@@ -143,41 +143,49 @@ async def run_async(
     settings = _settings(loaded, opts, argv, redactor, started)
     if resume_dir is not None:
         store = ResultsStore.open(resume_dir)
+        store.resume()
         store.mark_latest()
     else:
         store = ResultsStore.create(
             where, suites=[s.suite.suite for s in loaded], settings=settings, now=started
         )
-    previous = store.finished() if resume_dir is not None else []
-    done = {run_key(r.suite, r.run_id) for r in previous}
-    todo = [spec for spec in specs if run_key(spec.suite, spec.run_id) not in done]
+    try:
+        for note in store.notes:
+            reporter.note(note)
+        previous = store.finished() if resume_dir is not None else []
+        done = {run_key(r.suite, r.run_id) for r in previous}
+        todo = [spec for spec in specs if run_key(spec.suite, spec.run_id) not in done]
 
-    concurrency = opts.concurrency or getattr(project, "concurrency", None) or 4
-    routers = _router_factory(project, project_dir, setups, opts)
-    outcome = await _schedule(todo, setups, store, reporter, redactor, opts, concurrency, routers)
+        concurrency = opts.concurrency or getattr(project, "concurrency", None) or 4
+        routers = _router_factory(project, project_dir, setups, opts)
+        outcome = await _schedule(todo, setups, store, reporter, redactor, opts, concurrency, routers)
 
-    planned = {run_key(s.suite, s.run_id) for s in specs}
-    finals = [
-        r for r in final_results([*previous, *outcome.results]) if run_key(r.suite, r.run_id) in planned
-    ]
-    tests = verdicts(specs, finals)
-    code = exit_code(tests, budget_exceeded=bool(outcome.budget_exceeded), interrupted=outcome.interrupted)
-    result = InvocationResult(
-        exit_code=code,
-        tests=tests,
-        results=finals,
-        attempts=outcome.results,
-        run_dir=store.dir,
-        suites=[s.suite.suite for s in loaded],
-        started_at=started,
-        duration=time.time() - started,
-        interrupted=outcome.interrupted,
-        budget_exceeded=outcome.budget_exceeded,
-        resumed=len(previous),
-        settings=settings,
-    )
-    _write_reports(result, store, opts, redactor)
-    return result
+        planned = {run_key(s.suite, s.run_id) for s in specs}
+        finals = [
+            r for r in final_results([*previous, *outcome.results]) if run_key(r.suite, r.run_id) in planned
+        ]
+        tests = verdicts(specs, finals)
+        code = exit_code(
+            tests, budget_exceeded=bool(outcome.budget_exceeded), interrupted=outcome.interrupted
+        )
+        result = InvocationResult(
+            exit_code=code,
+            tests=tests,
+            results=finals,
+            attempts=outcome.results,
+            run_dir=store.dir,
+            suites=[s.suite.suite for s in loaded],
+            started_at=started,
+            duration=time.time() - started,
+            interrupted=outcome.interrupted,
+            budget_exceeded=outcome.budget_exceeded,
+            resumed=len(previous),
+            settings=settings,
+        )
+        _write_reports(result, store, opts, redactor)
+        return result
+    finally:
+        store.close()
 
 
 def _resume_dir(opts: RunOptions, paths: list[str | Path]) -> Path | None:

@@ -8,7 +8,8 @@
     tamesu-runs/latest -> 20250101-120000-support-1a2b3c
 
 A crash or a Ctrl-C loses nothing that finished, and ``tamesu run --resume`` reads results.jsonl
-to redo only the runs without a final result.
+to redo only the runs without a final result. What keeps the files whole (a torn last line, two
+invocations at once) is in ``durable``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
+from tamesu.runner.durable import RunDirLock, append_lines, mend_tail
 from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import final_results, run_key
 from tamesu.untrusted import json_bytes
@@ -83,6 +85,10 @@ class ResultsStore:
         self._lock = threading.Lock()
         self._prefix = f"{self.dir}{os.sep}"
         """The directory as text, for the writer's paths (a Path join per file costs more)."""
+        self.notes: list[str] = []
+        """What was found and mended on the way (a torn last line, a ``latest`` left alone): the
+        command shows them."""
+        self._dir_lock = RunDirLock(self.dir)
 
     @classmethod
     def create(
@@ -101,6 +107,7 @@ class ResultsStore:
         directory = Path(output) / f"{stamp}-{label}-{uuid.uuid4().hex[:6]}"
         (directory / "transcripts").mkdir(parents=True)
         store = cls(directory)
+        store.lock()
         store.write_json("settings.json", settings)
         (directory / "results.jsonl").touch()
         store.mark_latest()
@@ -108,12 +115,29 @@ class ResultsStore:
 
     @classmethod
     def open(cls, directory: Path | str) -> ResultsStore:
-        """An existing run directory, to resume it."""
+        """An existing run directory, to read it (``resume`` it to write there again)."""
         path = Path(directory)
         if not (path / "settings.json").is_file():
             raise FileNotFoundError(f"{path} is not a tamesu run directory (no settings.json)")
-        (path / "transcripts").mkdir(exist_ok=True)
         return cls(path)
+
+    def resume(self) -> None:
+        """Take the directory for this invocation: lock it (a UsageError when another holds it) and
+        mend the torn last line a crash may have left in each of its JSON-lines files."""
+        self.lock()
+        (self.dir / "transcripts").mkdir(exist_ok=True)
+        for path in sorted(self.dir.glob("*.jsonl")):
+            note = mend_tail(path)
+            if note is not None:
+                self.notes.append(note)
+
+    def lock(self) -> None:
+        """Hold the run directory until ``close`` (or the process ends)."""
+        self._dir_lock.acquire()
+
+    def close(self) -> None:
+        """Let the directory go: another invocation may resume it now."""
+        self._dir_lock.release()
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -127,16 +151,14 @@ class ResultsStore:
         """Append several results with one write and one fsync; durable when it returns."""
         if not results:
             return
-        data = b"".join(json_bytes(r) + b"\n" for r in results)
+        self.append_lines("results.jsonl", b"".join(json_bytes(r) + b"\n" for r in results))
+
+    def append_lines(self, name: str, data: bytes) -> None:
+        """Append whole JSON lines to a file of the directory, durably, never onto a torn line."""
         with self._lock:
-            fd = os.open(self._prefix + "results.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            note = append_lines(self._prefix + name, data)
+            if note is not None:
+                self.notes.append(note)
 
     def write_transcript(self, result: RunResult, transcript: Transcript, redactor: Redactor | None) -> str:
         """Write one attempt's transcript (redacted); returns its path relative to the run directory."""
@@ -184,14 +206,27 @@ class ResultsStore:
         os.replace(tmp, self.dir / name)
 
     def mark_latest(self) -> None:
-        """Point ``latest`` at this directory: a symlink where possible, else a file naming it."""
+        """Point ``latest`` at this directory: a symlink where possible, else a file naming it.
+
+        The new link is made beside it and renamed over it, so two runs finishing together leave
+        one whole ``latest``. A ``latest`` that is a real folder (a copied run, a CI artifact) is
+        left as it is, with a note.
+        """
         link = self.dir.parent / LATEST
-        with contextlib.suppress(FileNotFoundError):
-            link.unlink()
+        if link.is_dir() and not link.is_symlink():
+            self.notes.append(f"{link} is a folder, not a link: left as it is, so it does not name this run")
+            return
+        tmp = self.dir.parent / f".{LATEST}-{uuid.uuid4().hex[:8]}"
         try:
-            link.symlink_to(self.dir.name, target_is_directory=True)
+            tmp.symlink_to(self.dir.name, target_is_directory=True)
         except OSError:
-            link.write_text(self.dir.name + "\n", encoding="utf-8")
+            tmp.write_text(self.dir.name + "\n", encoding="utf-8")
+        try:
+            os.replace(tmp, link)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            self.notes.append(f"could not point {link} at this run: {exc.strerror or exc}")
 
 
 class ResultWriter:
@@ -329,8 +364,10 @@ def latest_run_dir(output: Path | str, *, suite_paths: Iterable[str] | None = No
 
 
 def _read_latest(root: Path) -> Path | None:
+    """Where ``latest`` points; a real folder by that name points nowhere (the newest run is looked
+    for instead)."""
     link = root / LATEST
-    if link.is_symlink() or link.is_dir():
+    if link.is_symlink():
         target = link.resolve()
         return target if target.is_dir() else None
     if link.is_file():

@@ -162,6 +162,42 @@ async def test_ctrl_c_keeps_what_finished_and_exits_130(agent: str, tmp_path: Pa
     assert "interrupted" in out
 
 
+@pytest.mark.integration
+async def test_a_run_directory_in_use_refuses_a_resume_and_a_torn_line_is_mended_on_resume(
+    agent: str, tmp_path: Path
+) -> None:
+    write_suite(tmp_path, agent, "hang")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tamesu", "run", "suite.yaml", "-j", "3", cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1"},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    results = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = list((tmp_path / "tamesu-runs").glob("*-cli-*/results.jsonl"))
+        if found and found[0].read_text().strip():
+            results = found[0]
+            break
+        await asyncio.sleep(0.05)
+    assert results is not None, "the passing run was never recorded"
+    code, out = await tamesu(tmp_path, "--resume", str(results.parent))
+    assert code == 2, out
+    assert f"is in use by another tamesu (pid {proc.pid})" in out
+    proc.send_signal(signal.SIGINT)
+    await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 130
+
+    with results.open("ab") as f:
+        f.write(b'{"run_id": "refunds#1", "outcome": "pas')  # what a crash mid-write leaves
+    write_suite(tmp_path, agent, "30 days")
+    code, out = await tamesu(tmp_path, "--resume", str(results.parent))
+    assert code == 0, out
+    assert "note: results.jsonl: cut a torn last line" in out
+    lines = results.read_text().splitlines()
+    assert sorted(json.loads(line)["run_id"] for line in lines) == ["greets", "refunds#1", "refunds#2"]
+
+
 @pytest.mark.ray
 async def test_ray_placement_end_to_end(agent: str, tmp_path: Path) -> None:
     pytest.importorskip("ray")

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from tamesu.errors import UsageError
 from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir, safe_name
 from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import TestVerdict, exit_code, final_results
@@ -55,6 +59,88 @@ def test_append_is_one_line_per_attempt_and_a_torn_last_line_is_skipped(tmp_path
         f.write(b'{"run_id": "c", "outcome": "pas')
     assert [(r.run_id, r.attempt) for r in store.results()] == [("a", 1), ("a", 2), ("b", 1)]
     assert json.loads((store.dir / "results.jsonl").read_text().splitlines()[0])["final"] is False
+
+
+@pytest.mark.unit
+def test_a_record_is_never_glued_onto_a_torn_last_line(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.append(result("a"))
+    with open(store.dir / "results.jsonl", "ab") as f:
+        f.write(b'{"run_id": "b", "outcome": "pas')  # a crash mid-write
+    store.append(result("c"))
+    assert [r.run_id for r in store.results()] == ["a", "c"]
+    assert (store.dir / "results.jsonl").read_bytes().count(b"\n") == 2
+    assert store.notes and "cut a torn last line (31 bytes" in store.notes[0]
+
+
+@pytest.mark.unit
+def test_resume_mends_the_tail_keeping_a_last_record_that_only_lacks_its_line_end(tmp_path: Path) -> None:
+    first = make_store(tmp_path)
+    first.append(result("a"))
+    first.close()
+    path = first.dir / "results.jsonl"
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    store = ResultsStore.open(first.dir)
+    store.resume()
+    assert path.read_bytes().endswith(b"}\n")
+    assert "it was whole and is kept" in store.notes[0]
+    store.append(result("b"))
+    assert [r.run_id for r in store.results()] == ["a", "b"]
+
+
+@pytest.mark.integration
+def test_a_write_the_disk_refuses_half_way_is_undone(tmp_path: Path) -> None:
+    """A file size limit (RLIMIT_FSIZE) makes the kernel take part of a write and refuse the rest,
+    as a full disk does; the next record must still land on a line of its own."""
+    script = textwrap.dedent(
+        f"""
+        import errno, os, resource, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_results import make_store, result
+        store = make_store({str(tmp_path)!r})
+        store.append(result("a"))
+        path = store.dir / "results.jsonl"
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 100, hard))
+        big = result("b")
+        big.error = "x" * 10_000
+        try:
+            store.append(big)
+        except OSError as exc:
+            assert exc.errno == errno.EFBIG, exc
+        else:
+            raise SystemExit("the write went through")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        store.append(result("c"))
+        print([r.run_id for r in store.results()])
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['a', 'c']"
+
+
+@pytest.mark.unit
+def test_a_run_directory_is_written_by_one_invocation_at_a_time(tmp_path: Path) -> None:
+    running = make_store(tmp_path)
+    second = ResultsStore.open(running.dir)
+    with pytest.raises(UsageError, match=r"is in use by another tamesu \(pid \d+\)"):
+        second.resume()
+    assert second.settings["argv"] == ["tamesu", "run"], "reading it is still fine"
+    running.close()
+    second.resume()
+    second.close()
+
+
+@pytest.mark.unit
+def test_a_latest_that_is_a_real_folder_is_left_alone(tmp_path: Path) -> None:
+    (tmp_path / "latest").mkdir()
+    (tmp_path / "latest" / "kept.txt").write_text("a copied run")
+    store = make_store(tmp_path)
+    assert (tmp_path / "latest" / "kept.txt").read_text() == "a copied run"
+    assert "is a folder, not a link" in store.notes[0]
+    assert latest_run_dir(tmp_path) == store.dir
 
 
 @pytest.mark.unit
