@@ -44,6 +44,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 
 _MAX_NODES = 500_000
 """Values built from one file; aliases can multiply a small file into a huge one."""
+_COLLECTION_TAGS = {_MAP, _SEQ}
 
 _NO_ENV_UNDER = ("secrets",)
 """Top-level keys whose strings keep ``${VAR}``: secret refs are expanded later, against vars."""
@@ -187,6 +188,9 @@ class _Builder:
         self._stack: set[int] = set()
         self._count = 0
         self.too_large = False
+        self._expanded: dict[int, Any] = {}
+        """``${VAR}`` expansions by scalar node: an aliased string is expanded once and shared, as
+        a string without ``${`` is, so aliases cannot multiply the memory of an expansion."""
 
     def error(self, message: str, node: yaml.Node, path: KeyPath, hint: str = "") -> None:
         line, col = _pos(node)
@@ -199,11 +203,19 @@ class _Builder:
         if self._count > _MAX_NODES:
             if self._count == _MAX_NODES + 1:
                 self.too_large = True
-                self.error("the document is too large (aliases expand to too many values)", node, path)
+                self.error(
+                    f"the document is too large: more than {_MAX_NODES:,} values (an alias counts the "
+                    "values it repeats each time it is used)",
+                    node,
+                    path,
+                )
             return None
         self.positions.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node, path)
+        if node.tag not in _COLLECTION_TAGS:
+            self.error(f"unsupported YAML tag {node.tag}", node, path)
+            return None
         if id(node) in self._stack:
             self.error("an alias refers to itself (a recursive structure)", node, path)
             return None
@@ -271,12 +283,15 @@ class _Builder:
             self.error(f"unsupported YAML tag {tag}", node, path)
             return text
         if isinstance(value, str) and "${" in value and (not path or path[0] not in _NO_ENV_UNDER):
+            if id(node) in self._expanded:
+                return self._expanded[id(node)]
             try:
                 value = expand_env(value, self.env)
             except TemplateError as exc:
                 message, _, _ = str(exc).partition(" (write")
                 name = message.split()[2] if message.startswith("environment variable ") else "NAME"
                 self.error(message, node, path, hint=f"set it, or give a default: ${{{name}:-value}}")
+            self._expanded[id(node)] = value
         return value
 
 

@@ -140,6 +140,20 @@ def test_unreadable_and_missing_files(tmp_path: Path) -> None:
     assert "not UTF-8" in info.value.errors[0].message
 
 
+def test_a_huge_suite_is_refused_by_its_size_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as f:
+        f.write(HEAD.encode())
+        f.truncate(200 * 1024 * 1024)  # sparse: 200 MB on paper, nothing on the disk
+    with pytest.raises(ConfigErrors) as info:
+        load_suite(path, project=False)
+    (err,) = info.value.errors
+    assert (
+        err.message == "the file is too large to load (200.0 MB; a suite or tamesu.yaml may be at most 16 MB)"
+    )
+    assert err.file.endswith("huge.yaml") and "cases_file" in err.hint
+
+
 def test_model_at_and_accepted_keys_follow_the_data() -> None:
     data = {"tests": [{"assert": [{"judge": {"rubric": "r"}}]}]}
     assert model_at(Suite, ("tests", 0, "assert", 0, "judge"), data).__name__ == "Judge"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import pytest
 
@@ -135,6 +136,38 @@ def test_alias_expansion_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unsupported_tags_are_errors() -> None:
     (err,) = errors_of("a: !python/object:os.system echo\n")
     assert "unsupported YAML tag" in err.message and err.line == 1
+
+
+def test_tags_on_sequences_and_mappings_are_errors_as_on_scalars() -> None:
+    text = (
+        "a: !foo [1]\n"
+        "b: !!set {x: null}\n"
+        "c: !!omap [{k: 1}]\n"
+        "d: !!python/object/apply:os.system {args: [echo]}\n"
+        "e: !!map {k: 1}\n"
+        "f: !!seq [1]\n"
+    )
+    errors = errors_of(text)
+    assert [(e.line, e.path) for e in errors] == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+    assert all("unsupported YAML tag" in e.message for e in errors)
+    assert "tag:yaml.org,2002:python/object/apply:os.system" in errors[3].message
+    assert parse_yaml("e: !!map {k: 1}\nf: !!seq [1]\n").data == {"e": {"k": 1}, "f": [1]}
+
+
+def test_an_aliased_string_with_a_variable_is_expanded_once() -> None:
+    """Each use of an alias used to expand ``${VAR}`` again into a new string: a 1 MB file took GBs."""
+    big = "x" * 200_000
+    text = f'a: &a "${{TAMESU_TEST_UNSET:-d}}{big}"\nb: [{", ".join(["*a"] * 500)}]\n'
+    tracemalloc.start()
+    try:
+        doc = parse_yaml(text, env={})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert doc.data["b"][499] == "d" + big
+    assert peak < 10 * len(text), f"{peak / 1e6:.0f} MB for a {len(text) / 1e6:.1f} MB file"
+    (err,) = errors_of('a: &a "${TAMESU_TEST_UNSET}"\nb: [*a, *a, *a]\n', env={})
+    assert err.line == 1 and "TAMESU_TEST_UNSET" in err.message, "an unset variable is reported once"
 
 
 def test_env_expansion_with_default_and_position_of_unset(monkeypatch: pytest.MonkeyPatch) -> None:
