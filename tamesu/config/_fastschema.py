@@ -989,6 +989,7 @@ _K109 = frozenset(
         "budgets",
         "concurrency",
         "defaults",
+        "history",
         "hooks",
         "livekit",
         "load",
@@ -997,14 +998,21 @@ _K109 = frozenset(
         "providers",
         "secrets",
         "sip",
+        "statistics",
         "suites",
+        "telemetry",
         "vars",
     )
 )
-_K110 = frozenset(("after_all", "before_all"))
-_K111 = frozenset(("api_key", "api_secret", "url"))
-_K112 = frozenset(("api_key", "base_url"))
-_K113 = frozenset(("inbound_number", "outbound_trunk_id"))
+_K110 = frozenset(("enabled", "flaky_window", "path"))
+_K111 = frozenset(("after_all", "before_all"))
+_K112 = frozenset(("api_key", "api_secret", "url"))
+_K113 = frozenset(("api_key", "base_url"))
+_K114 = frozenset(("inbound_number", "outbound_trunk_id"))
+_K115 = frozenset(("confidence", "early_stop", "pass_k", "threshold_on"))
+_K116 = frozenset(("alpha", "beta", "enabled", "indifference"))
+_K117 = frozenset(("lower_bound", "rate"))
+_K118 = frozenset(("otlp_endpoint", "service_name"))
 
 
 def _n2(x: Any) -> bool:
@@ -5096,10 +5104,24 @@ def _n0(x: Any) -> bool:
     return True
 
 
-def _d_ProjectHooks(x: Any) -> bool:
+def _d_History(x: Any) -> bool:
     if type(x) is not dict:
         return False
     if not x.keys() <= _K110:
+        return False
+    if "enabled" in x and type(x["enabled"]) is not bool:
+        return False
+    if "flaky_window" in x and not _n3(x["flaky_window"]):
+        return False
+    if "path" in x and type(x["path"]) is not str:
+        return False
+    return True
+
+
+def _d_ProjectHooks(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not x.keys() <= _K111:
         return False
     if "after_all" in x and not _n118(x["after_all"]):
         return False
@@ -5108,7 +5130,7 @@ def _d_ProjectHooks(x: Any) -> bool:
     return True
 
 
-def _n398(x: Any) -> bool:
+def _n399(x: Any) -> bool:
     if _d_ProjectHooks(x):
         return True
     if x is None:
@@ -5119,7 +5141,7 @@ def _n398(x: Any) -> bool:
 def _d_LiveKitConfig(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K111:
+    if not x.keys() <= _K112:
         return False
     if "api_key" in x and not _n12(x["api_key"]):
         return False
@@ -5130,7 +5152,7 @@ def _d_LiveKitConfig(x: Any) -> bool:
     return True
 
 
-def _n400(x: Any) -> bool:
+def _n401(x: Any) -> bool:
     if _d_LiveKitConfig(x):
         return True
     if x is None:
@@ -5142,7 +5164,7 @@ def _d_LoadProfile(x: Any) -> bool:
     return False
 
 
-def _n402(x: Any) -> bool:
+def _n403(x: Any) -> bool:
     if _d_LoadProfile(x):
         return True
     if x is None:
@@ -5155,7 +5177,7 @@ def _d_ProviderConfig(x: Any) -> bool:
         return False
     if "base_url" not in x:
         return False
-    if not x.keys() <= _K112:
+    if not x.keys() <= _K113:
         return False
     if "api_key" in x and not _n12(x["api_key"]):
         return False
@@ -5164,7 +5186,7 @@ def _d_ProviderConfig(x: Any) -> bool:
     return True
 
 
-def _n403(x: Any) -> bool:
+def _n404(x: Any) -> bool:
     if type(x) is not dict:
         return False
     for v in x.values():
@@ -5176,7 +5198,7 @@ def _n403(x: Any) -> bool:
 def _d_SipConfig(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K113:
+    if not x.keys() <= _K114:
         return False
     if "inbound_number" in x and not _n12(x["inbound_number"]):
         return False
@@ -5185,12 +5207,101 @@ def _d_SipConfig(x: Any) -> bool:
     return True
 
 
-def _n406(x: Any) -> bool:
+def _n407(x: Any) -> bool:
     if _d_SipConfig(x):
         return True
     if x is None:
         return True
     return False
+
+
+def _n409(x: Any) -> bool:
+    if not _rules.number(x):
+        return False
+    if not (x > 0.5):
+        return False
+    if not (x < 1):
+        return False
+    return True
+
+
+def _n411(x: Any) -> bool:
+    if not _rules.number(x):
+        return False
+    if not (x > 0):
+        return False
+    if not (x < 0.5):
+        return False
+    return True
+
+
+def _d_EarlyStop(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not x.keys() <= _K116:
+        return False
+    if "alpha" in x and not _n411(x["alpha"]):
+        return False
+    if "beta" in x and not _n411(x["beta"]):
+        return False
+    if "enabled" in x and type(x["enabled"]) is not bool:
+        return False
+    if "indifference" in x and not _n411(x["indifference"]):
+        return False
+    return True
+
+
+def _n412(x: Any) -> bool:
+    if _d_EarlyStop(x):
+        return True
+    if x is None:
+        return True
+    return False
+
+
+def _n413(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    for v in x:
+        if not _n3(v):
+            return False
+    return True
+
+
+def _n414(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if type(x) is not str or x not in _K117:
+        return False
+    return True
+
+
+def _d_Statistics(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not x.keys() <= _K115:
+        return False
+    if "confidence" in x and not _n409(x["confidence"]):
+        return False
+    if "early_stop" in x and not _n412(x["early_stop"]):
+        return False
+    if "pass_k" in x and not _n413(x["pass_k"]):
+        return False
+    if "threshold_on" in x and not _n414(x["threshold_on"]):
+        return False
+    return True
+
+
+def _d_Telemetry(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not x.keys() <= _K118:
+        return False
+    if "otlp_endpoint" in x and not _n12(x["otlp_endpoint"]):
+        return False
+    if "service_name" in x and type(x["service_name"]) is not str:
+        return False
+    return True
 
 
 def _n396(x: Any) -> bool:
@@ -5204,23 +5315,29 @@ def _n396(x: Any) -> bool:
         return False
     if "defaults" in x and not _d_Defaults(x["defaults"]):
         return False
-    if "hooks" in x and not _n398(x["hooks"]):
+    if "history" in x and not _d_History(x["history"]):
         return False
-    if "livekit" in x and not _n400(x["livekit"]):
+    if "hooks" in x and not _n399(x["hooks"]):
         return False
-    if "load" in x and not _n402(x["load"]):
+    if "livekit" in x and not _n401(x["livekit"]):
+        return False
+    if "load" in x and not _n403(x["load"]):
         return False
     if "models" in x and not _d_Models(x["models"]):
         return False
     if "output" in x and type(x["output"]) is not str:
         return False
-    if "providers" in x and not _n403(x["providers"]):
+    if "providers" in x and not _n404(x["providers"]):
         return False
     if "secrets" in x and not _n46(x["secrets"]):
         return False
-    if "sip" in x and not _n406(x["sip"]):
+    if "sip" in x and not _n407(x["sip"]):
+        return False
+    if "statistics" in x and not _d_Statistics(x["statistics"]):
         return False
     if "suites" in x and not _n82(x["suites"]):
+        return False
+    if "telemetry" in x and not _d_Telemetry(x["telemetry"]):
         return False
     if "vars" in x and not _n46(x["vars"]):
         return False

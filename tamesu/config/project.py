@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from tamesu.config.assertion import Assertion
 from tamesu.config.common import ConfigModel, Duration, F, Hook, PositiveInt, StrMap
+from tamesu.config.reporting import History, Statistics, Telemetry
 from tamesu.load.profile import LoadProfile
 
 if TYPE_CHECKING:
@@ -271,6 +272,21 @@ class Project(ConfigModel):
         "How tamesu load drives the suites: calls, rate or concurrency, shape and gates.",
         {"concurrency": 50, "duration": "5m", "ramp_up": "30s", "gates": {"pass_rate": 0.95}},
         default=None,
+    )
+    statistics: Statistics = F(
+        "Pass-rate intervals, pass^k, lower-bound verdicts and early stopping of repeated tests.",
+        {"threshold_on": "lower_bound", "early_stop": {"alpha": 0.05}},
+        default_factory=Statistics,
+    )
+    history: History = F(
+        "The local record of every invocation (tamesu history, tamesu diff).",
+        {"path": ".tamesu/history.db"},
+        default_factory=History,
+    )
+    telemetry: Telemetry = F(
+        "OpenTelemetry export of runs and turns to an OTLP/HTTP collector.",
+        {"otlp_endpoint": "http://localhost:4318/v1/traces"},
+        default_factory=Telemetry,
     )
 
 

@@ -141,6 +141,10 @@ class ConsoleReporter(Reporter):
             line += f"  {result.duration:.2f}s"
             self.console.print(self._text(line, _STYLE.get(result.outcome, "")))
 
+    def run_skipped(self, spec: Any) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1)
+
     def note(self, text: str) -> None:
         self.console.print(self._text(f"note: {text}", "yellow"))
 
@@ -170,7 +174,9 @@ class ConsoleReporter(Reporter):
         from rich.table import Table
 
         table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
-        for header in ("verdict", "test", "passes", "duration", "target"):
+        rates = any(t.rate_text for t in result.tests)
+        headers = ("verdict", "test", "passes", *(("pass rate",) if rates else ()), "duration", "target")
+        for header in headers:
             table.add_column(header, overflow="fold")
         several = len(result.suites) > 1
         for t in result.tests:
@@ -179,6 +185,7 @@ class ConsoleReporter(Reporter):
                 self._text(_MARK[t.verdict], _STYLE[t.verdict]),
                 self._text(name),
                 self._text(t.pass_count),
+                *((self._text(t.rate_text),) if rates else ()),
                 self._text(f"{t.duration:.2f}s"),
                 self._text(t.target),
             )
@@ -187,6 +194,8 @@ class ConsoleReporter(Reporter):
     def _failure(self, t: TestVerdict, run_dir: Path | None) -> None:
         self.console.print()
         self.console.print(self._text(f"FAIL {t.suite} / {t.test_id} ({t.pass_count})", "bold red"))
+        if t.note:
+            self.console.print(self._text(f"  note: {t.note}", "yellow"))
         shown = 0
         for r in sorted(t.runs, key=lambda r: r.repeat_index):
             bad = [a for a in r.assertions if not a.passed]

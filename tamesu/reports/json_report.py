@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 
-__all__ = ["VERDICTS", "counts", "invocation_dict", "summary", "write_json"]
+__all__ = ["VERDICTS", "counts", "invocation_dict", "statistics", "summary", "write_json"]
 
 VERDICTS = ("passed", "failed", "error", "quarantined", "not_run")
 
@@ -46,10 +46,30 @@ def _test(t: TestVerdict, *, runs: bool) -> dict[str, Any]:
         "pass_count": t.pass_count,
         "quarantine": t.quarantine,
         "duration": round(t.duration, 3),
+        **statistics(t),
     }
     if runs:
         data["runs"] = [msgspec.to_builtins(r) for r in sorted(t.runs, key=lambda r: r.repeat_index)]
     return data
+
+
+def statistics(t: TestVerdict) -> dict[str, Any]:
+    """The test's pass rate over the runs made, its interval, pass^k and how its repeats ended."""
+    stopped = t.stopped
+    return {
+        "spent": t.spent,
+        "pass_rate": round(t.passed / t.spent, 6) if t.spent else None,
+        "interval": [round(x, 6) for x in t.interval] if t.interval is not None else None,
+        "confidence": t.confidence,
+        "pass_hat_k": {str(k): round(v, 6) for k, v in sorted(t.pass_hat.items())},
+        "threshold_on": t.threshold_on,
+        "stopped": (
+            {"reason": stopped.reason, "after": stopped.after, "decision": stopped.decision}
+            if stopped is not None
+            else None
+        ),
+        "note": t.note,
+    }
 
 
 def summary(result: InvocationResult) -> dict[str, Any]:

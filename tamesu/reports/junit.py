@@ -75,12 +75,33 @@ def _details(t: TestVerdict) -> tuple[str, str]:
 
 def _system_out(t: TestVerdict) -> str:
     lines = [t.pass_count]
+    if t.rate_text:
+        lines.append(f"pass rate {t.rate_text}")
+    if t.note:
+        lines.append(f"note: {t.note}")
     for r in sorted(t.runs, key=lambda r: r.repeat_index):
         line = f"{_run_label(r)}: {r.outcome} in {r.duration:.2f}s, {r.turns} agent turn(s)"
         if r.transcript_file:
             line += f", transcript {r.transcript_file}"
         lines.append(line)
     return "\n".join(lines)
+
+
+def _properties(case: ET.Element, t: TestVerdict) -> None:
+    """A repeated test's statistics as testcase properties (CI dashboards read them)."""
+    if t.spent < 2 or t.interval is None:
+        return
+    props = ET.SubElement(case, "properties")
+    values = {
+        "pass_rate": f"{t.passed / t.spent:.4f}",
+        "pass_rate_low": f"{t.interval[0]:.4f}",
+        "pass_rate_high": f"{t.interval[1]:.4f}",
+        "confidence": f"{t.confidence:g}",
+        "runs": str(t.spent),
+        **{f"pass^{k}": f"{v:.4f}" for k, v in sorted(t.pass_hat.items())},
+    }
+    for name, value in values.items():
+        ET.SubElement(props, "property", name=name, value=value)
 
 
 def junit_xml(result: InvocationResult, *, redactor: Redactor | None = None) -> ET.Element:
@@ -105,6 +126,7 @@ def junit_xml(result: InvocationResult, *, redactor: Redactor | None = None) -> 
                 node, "testcase", name=_clean(t.test_id, redactor), classname=_clean(suite, redactor)
             )
             case.set("time", f"{t.duration:.3f}")
+            _properties(case, t)
             if t.verdict == "failed":
                 stats["failures"] += 1
                 message, text = _details(t)

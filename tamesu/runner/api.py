@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import ConfigError, ConfigErrors, SecretError, TemplateError, UsageError
+from tamesu.runner.rates import EarlyStopper, RateRule
 from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
 from tamesu.runner.scheduler import Budget, Reporter, Scheduler, SuiteSetup
 from tamesu.runner.verdict import TestVerdict, exit_code, final_results, run_key, verdicts
@@ -158,13 +159,20 @@ async def run_async(
 
         concurrency = opts.concurrency or getattr(project, "concurrency", None) or 4
         routers = _router_factory(project, project_dir, setups, opts)
-        outcome = await _schedule(todo, setups, store, reporter, redactor, opts, concurrency, routers)
+        rule = RateRule.from_settings(getattr(project, "statistics", None))
+        stopper = EarlyStopper.for_plan(rule, specs)
+        if stopper is not None:
+            for earlier in previous:
+                stopper.observe(earlier)
+        outcome = await _schedule(
+            todo, setups, store, reporter, redactor, opts, concurrency, routers, stopper
+        )
 
         planned = {run_key(s.suite, s.run_id) for s in specs}
         finals = [
             r for r in final_results([*previous, *outcome.results]) if run_key(r.suite, r.run_id) in planned
         ]
-        tests = verdicts(specs, finals)
+        tests = verdicts(specs, finals, rule=rule)
         code = exit_code(
             tests, budget_exceeded=bool(outcome.budget_exceeded), interrupted=outcome.interrupted
         )
@@ -319,6 +327,7 @@ async def _schedule(
     opts: RunOptions,
     concurrency: int,
     routers: Any = None,
+    early_stop: EarlyStopper | None = None,
 ) -> Any:
     from tamesu.actors.services import RunServices
 
@@ -354,6 +363,7 @@ async def _schedule(
         redactor=redactor,
         http=services.http,
         fail_fast=opts.fail_fast,
+        early_stop=early_stop,
     )
     with interrupt_on_signals(scheduler), _collector_set_for_runs():
         try:

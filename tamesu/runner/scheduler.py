@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import httpx
 
     from tamesu.config import Hook
+    from tamesu.runner.rates import EarlyStopper
     from tamesu.runner.results import ResultsStore
     from tamesu.secrets import Redactor
     from tamesu.templates import Scope
@@ -96,6 +97,9 @@ class Reporter:
 
     def run_finished(self, result: RunResult) -> None:
         """An attempt ended; ``result.final`` is False when it will be retried."""
+
+    def run_skipped(self, spec: RunSpec) -> None:
+        """A planned run was not started: its test's verdict was already decided (early stop)."""
 
     def note(self, text: str) -> None:
         """Something worth a line in a log: a teardown hook failed, the budget stopped the run."""
@@ -207,6 +211,7 @@ class Scheduler:
         redactor: Redactor | None = None,
         http: httpx.AsyncClient | None = None,
         fail_fast: bool = False,
+        early_stop: EarlyStopper | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -221,6 +226,8 @@ class Scheduler:
         self.redactor = redactor
         self.http = http
         self.fail_fast = fail_fast
+        self.early_stop = early_stop
+        """Hears every result and says which planned runs need not start (statistics.early_stop)."""
         self._states: dict[str, _SuiteState] = {}
         self._running: dict[asyncio.Task[None], RunSpec] = {}
         self._teardowns: set[asyncio.Task[None]] = set()
@@ -314,6 +321,9 @@ class Scheduler:
     async def _run_spec(self, spec: RunSpec) -> None:
         state = self._states[spec.suite_path]
         try:
+            if self.early_stop is not None and self.early_stop.skip(spec):
+                self.reporter.run_skipped(spec)
+                return
             setup_error = state.setup_error if state.setup_done else await self._before_all(spec, state)
             attempt = 1
             while True:
@@ -473,6 +483,8 @@ class Scheduler:
         ``MAX_UNWRITTEN`` attempts wait to be written; beyond that a finishing run waits for room.
         """
         result = redact_result(result, self.redactor)
+        if self.early_stop is not None:
+            self.early_stop.observe(result)  # at once: runs waiting to start may be left out
         if self.store is None:
             self._counted(result)
             return

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tamesu.runner.rates import RateRule, Stop, completion_order, observation
+
 if TYPE_CHECKING:
     from tamesu.runner.spec import Outcome, RunResult, RunSpec
 
@@ -37,9 +39,6 @@ EXIT_USAGE = 2
 EXIT_ERROR = 3
 EXIT_BUDGET = 4
 EXIT_INTERRUPTED = 130
-
-_SLACK = 0.005
-"""Thresholds are written with two decimals: 0.67 means two of three, 0.33 one of three."""
 
 
 def run_key(suite: str, run_id: str) -> str:
@@ -118,13 +117,46 @@ class TestVerdict:
     quarantine: str | None = None
     duration: float = 0.0
     runs: list[RunResult] = field(default_factory=list)
+    interval: tuple[float, float] | None = None
+    """The Wilson interval of the pass rate over the runs made, at ``confidence``."""
+    confidence: float = 0.95
+    pass_hat: dict[int, float] = field(default_factory=dict)
+    """pass^k by k: the chance that k tries all pass (tamesu.yaml statistics.pass_k)."""
+    threshold_on: str = "rate"
+    stopped: Stop | None = None
+    """Why the repeats stopped before ``repeats`` (statistics.early_stop)."""
+    note: str | None = None
+    """A warning about the verdict itself (repeats too few to ever prove the threshold)."""
+
+    @property
+    def spent(self) -> int:
+        """Runs made (fewer than ``repeats`` when the test stopped early)."""
+        return len(self.runs)
 
     @property
     def pass_count(self) -> str:
-        """``2/3 passed, threshold 0.67`` (the threshold only when it is below 1)."""
-        text = f"{self.passed}/{self.repeats} passed"
+        """``2/3 passed, threshold 0.67`` (the threshold only when it is below 1); a test that
+        stopped early says after how many of its repeats."""
+        made = self.spent if self.stopped is not None else self.repeats
+        text = f"{self.passed}/{made} passed"
         if self.pass_threshold < 1:
-            text += f", threshold {self.pass_threshold:.2f}"
+            bound = " on the lower bound" if self.threshold_on == "lower_bound" else ""
+            text += f", threshold {self.pass_threshold:.2f}{bound}"
+        if self.stopped is not None:
+            why = "SPRT" if self.stopped.reason == "sprt" else "verdict settled"
+            text += f"; stopped after {self.spent} of {self.repeats} ({why})"
+        return text
+
+    @property
+    def rate_text(self) -> str:
+        """``80% (95% CI 38-96%), pass^3 0.40`` for a repeated test; empty for a single run."""
+        if self.interval is None or self.spent < 2:
+            return ""
+        low, high = self.interval
+        rate = self.passed / self.spent
+        text = f"{rate:.0%} ({self.confidence:.0%} CI {low:.0%}-{high:.0%})"
+        for k, value in sorted(self.pass_hat.items()):
+            text += f", pass^{k} {value:.2f}"
         return text
 
 
@@ -139,8 +171,12 @@ def final_results(results: Iterable[RunResult]) -> list[RunResult]:
     return list(last.values())
 
 
-def verdicts(specs: Sequence[RunSpec], results: Iterable[RunResult]) -> list[TestVerdict]:
-    """Fold final run results into one verdict per expanded test, in plan order."""
+def verdicts(
+    specs: Sequence[RunSpec], results: Iterable[RunResult], *, rule: RateRule | None = None
+) -> list[TestVerdict]:
+    """Fold final run results into one verdict per expanded test, in plan order; ``rule`` is
+    tamesu.yaml's statistics (default: the reference rule)."""
+    rule = rule or RateRule()
     by_run = {run_key(r.suite, r.run_id): r for r in final_results(results)}
     tests: dict[tuple[str, str], TestVerdict] = {}
     for spec in specs:
@@ -165,14 +201,31 @@ def verdicts(specs: Sequence[RunSpec], results: Iterable[RunResult]) -> list[Tes
     for tv in tests.values():
         tv.repeats = max(tv.repeats, len(tv.runs), 1)
         tv.passed = sum(1 for r in tv.runs if r.outcome == "passed")
-        tv.verdict = _fold(tv)
+        _judge(tv, rule)
     return list(tests.values())
 
 
-def _fold(tv: TestVerdict) -> Verdict:
+def _judge(tv: TestVerdict, rule: RateRule) -> None:
+    tv.interval = rule.interval(tv.passed, len(tv.runs))
+    tv.confidence = rule.confidence
+    tv.pass_hat = rule.pass_hat(tv.passed, len(tv.runs))
+    tv.threshold_on = rule.threshold_on
+    outcomes = [observation(r.outcome) for r in completion_order(tv.runs)]
+    tv.stopped = rule.stop(outcomes, tv.repeats, tv.pass_threshold)
+    need = rule.needed_repeats(tv.repeats, tv.pass_threshold)
+    if need is not None:
+        tv.note = (
+            f"{tv.repeats} repeats can never prove pass_threshold {tv.pass_threshold:.2f} on the "
+            f"{rule.confidence:.0%} lower bound; it takes at least {need}"
+        )
+    tv.verdict = _fold(tv, rule)
+
+
+def _fold(tv: TestVerdict, rule: RateRule) -> Verdict:
     if not tv.runs:
         return "not_run"
-    if tv.passed / tv.repeats >= tv.pass_threshold - _SLACK:
+    decision = tv.stopped.decision if tv.stopped is not None else None
+    if decision == "pass" or (decision is None and rule.passes(tv.passed, tv.repeats, tv.pass_threshold)):
         return "passed"
     seen = {r.outcome for r in tv.runs}
     if tv.quarantine is not None or "quarantined" in seen:
