@@ -43,6 +43,8 @@ COMMANDS: dict[str, str] = {
     "load": "load test suites: many simultaneous calls, each graded, with gates",
     "submit": "send suites to a Ray cluster as a Ray Job and fetch the results",
     "jobs": "list, follow, fetch and stop the runs submitted to a Ray cluster",
+    "report": "write a run as one self-contained HTML page (default: the latest run)",
+    "show": "print one run's transcript, assertions and captures",
 }
 """Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
 

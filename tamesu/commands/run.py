@@ -78,6 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--fail-fast", action="store_true", help="start no new run after the first failure")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only problems and the totals")
+    parser.add_argument(
+        "--failed-only", action="store_true", help="leave passed runs and tests out of the console output"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         color=color if isinstance(color, bool) else getattr(args, "color", "auto"),
         quiet=args.quiet,
         redactor=redactor,
+        failed_only=args.failed_only,
     )
     resume = args.resume if args.resume in (True, False) else str(args.resume)
     if isinstance(resume, str) and resume.lower() in ("true", "1", "yes"):

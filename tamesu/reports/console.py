@@ -51,7 +51,8 @@ class ConsoleReporter(Reporter):
     """Progress and summary on a stream (stdout by default).
 
     ``color``: ``auto`` (a terminal without NO_COLOR), ``always``, ``never``, or a bool.
-    ``quiet`` prints only the summary's final lines and the problems.
+    ``quiet`` prints only the summary's final lines and the problems; ``failed_only`` leaves
+    passed runs and tests out of the progress lines and the table.
     """
 
     def __init__(
@@ -62,12 +63,14 @@ class ConsoleReporter(Reporter):
         redactor: Redactor | None = None,
         stream: TextIO | None = None,
         width: int | None = None,
+        failed_only: bool = False,
     ) -> None:
         from rich.console import Console
 
         self.stream = stream or sys.stdout
         self.redactor = redactor
         self.quiet = quiet
+        self.failed_only = failed_only
         tty = bool(getattr(self.stream, "isatty", lambda: False)())
         if isinstance(color, bool):
             colored = color
@@ -136,7 +139,7 @@ class ConsoleReporter(Reporter):
         self._tally[result.outcome] = self._tally.get(result.outcome, 0) + 1
         if self._progress is not None:
             self._progress.update(self._task, advance=1, tally=self._tally_text())
-        elif not self.quiet:
+        elif not self.quiet and not (self.failed_only and result.outcome == "passed"):
             line = f"{_MARK.get(result.outcome, result.outcome):<5} {result.suite} / {result.run_id}"
             line += f"  {result.duration:.2f}s"
             self.console.print(self._text(line, _STYLE.get(result.outcome, "")))
@@ -157,8 +160,11 @@ class ConsoleReporter(Reporter):
     def summary(self, result: InvocationResult) -> None:
         """The table of tests, the failures and errors in detail, and the totals."""
         self.close()
-        if not self.quiet and result.tests:
+        hidden = sum(t.verdict == "passed" for t in result.tests) if self.failed_only else 0
+        if not self.quiet and len(result.tests) > hidden:
             self.console.print(self._table(result))
+        if hidden and not self.quiet:
+            self.console.print(self._text(f"({hidden} passed test{'s' * (hidden != 1)} not shown)", "dim"))
         for t in result.tests:
             if t.verdict == "failed":
                 self._failure(t, result.run_dir)
@@ -180,6 +186,8 @@ class ConsoleReporter(Reporter):
             table.add_column(header, overflow="fold")
         several = len(result.suites) > 1
         for t in result.tests:
+            if self.failed_only and t.verdict == "passed":
+                continue
             name = f"{t.suite} / {t.test_id}" if several else t.test_id
             table.add_row(
                 self._text(_MARK[t.verdict], _STYLE[t.verdict]),

@@ -126,3 +126,22 @@ def test_what_the_agent_said_reaches_the_terminal_only_as_visible_escapes(
     shown = r"\x1b[2J\x1b]0;owned\x07\x1b]8;;https://evil.example/\x1b\click\x1b]8;;\x1b\\x1b[8mhidden\x9b31m\u202e\ud800"
     assert f"agent said {shown}" in text and f"hook said {shown}" in text
     assert "\x1b[" in text, "tamesu's own colours still reach it"
+
+
+def test_failed_only_leaves_passed_tests_and_runs_out(
+    invocation: InvocationResult, redactor: Redactor
+) -> None:
+    text = render(invocation, redactor, color="never", failed_only=True)
+    rows = [
+        line.split()[0]
+        for line in text.splitlines()
+        if line.split()[:1] in (["PASS"], ["FAIL"], ["QUAR"], ["ERROR"])
+    ]
+    assert "PASS" not in rows and {"FAIL", "QUAR", "ERROR"} <= set(rows)
+    assert "(1 passed test not shown)" in text
+    out = io.StringIO()
+    reporter = ConsoleReporter(stream=out, color="never", failed_only=True)
+    reporter.run_finished(_run("greets", "passed"))
+    reporter.run_finished(_run("refund", "failed"))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("FAIL  support / refund#1")

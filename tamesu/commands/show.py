@@ -1,0 +1,40 @@
+"""``tamesu show RUN_ID``: print one run readably (its transcript, checks and captures)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+
+from tamesu.commands import EXIT_CONFIG, EXIT_OK
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID", help="a run id (test#2), a test id, or part of one")
+    parser.add_argument(
+        "--run-dir", metavar="DIR", help="the run directory, or its name (default: the latest run)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from tamesu.reports.rundir import RunDirectory, resolve_run_dir
+    from tamesu.reports.show import render_run
+    from tamesu.terminal import terminal_safe
+
+    directory = RunDirectory.open(resolve_run_dir(args.run_dir))
+    found = directory.find(args.run_id)
+    if not found:
+        print(f"tamesu: no run matches {args.run_id!r} in {directory.dir}", file=sys.stderr)
+        return EXIT_CONFIG
+    if len(found) > 1:
+        print(f"tamesu: {len(found)} runs match {args.run_id!r}; name one of:", file=sys.stderr)
+        for r in found:
+            print(f"  {terminal_safe(r.run_id)}  ({r.outcome})", file=sys.stderr)
+        return EXIT_CONFIG
+    result = found[0]
+    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    color = bool(getattr(args, "use_color", False))
+    sys.stdout.write(render_run(result, directory.transcript(result), color=color, width=width))
+    return EXIT_OK
