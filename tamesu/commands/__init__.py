@@ -45,6 +45,8 @@ COMMANDS: dict[str, str] = {
     "jobs": "list, follow, fetch and stop the runs submitted to a Ray cluster",
     "report": "write a run as one self-contained HTML page (default: the latest run)",
     "show": "print one run's transcript, assertions and captures",
+    "history": "list the invocations recorded in the project's history",
+    "diff": "compare two invocations: regressions, fixes, latency, cost, flaky tests",
 }
 """Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
 

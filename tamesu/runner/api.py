@@ -191,6 +191,9 @@ async def run_async(
             settings=settings,
         )
         _write_reports(result, store, opts, redactor)
+        from tamesu.runner.publish import publish
+
+        publish(result, project=project, project_dir=project_dir, note=reporter.note)
         return result
     finally:
         store.close()

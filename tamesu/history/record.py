@@ -1,0 +1,162 @@
+"""What an invocation leaves in the history: built from a finished run (or a run directory), with
+the git commit and branch it ran on.
+
+``record_invocation`` is called at the end of every ``tamesu run``; it raises ``HistoryError`` for
+anything that goes wrong, and the caller turns that into a warning, so history never fails a run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tamesu.history.store import HistoryDB, HistoryError, Invocation, RunRow, TestRow
+
+if TYPE_CHECKING:
+    from tamesu.reports.rundir import RunDirectory
+    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.spec import RunResult
+
+__all__ = ["git_state", "history_path", "invocation_of", "invocation_of_run_dir", "record_invocation"]
+
+_GIT_TIMEOUT_S = 5.0
+
+
+def history_path(project: Any, project_dir: Path | None) -> Path | None:
+    """The project's history file, or None when tamesu.yaml turns history off."""
+    settings = getattr(project, "history", None)
+    if settings is not None and not settings.enabled:
+        return None
+    relative = Path(settings.path if settings is not None else ".tamesu/history.db")
+    return relative if relative.is_absolute() else (project_dir or Path.cwd()) / relative
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=_GIT_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_state(cwd: Path) -> tuple[str | None, str | None, bool | None]:
+    """(commit, branch, dirty) of the work tree at ``cwd``; Nones outside git. On CI's detached
+    checkouts the branch comes from the usual variables (GITHUB_HEAD_REF, GITHUB_REF_NAME,
+    CI_COMMIT_REF_NAME)."""
+    commit = _git(["rev-parse", "HEAD"], cwd)
+    if commit is None:
+        return None, None, None
+    branch = _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
+    if branch in (None, "HEAD"):
+        branch = next(
+            (
+                os.environ[v]
+                for v in ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME")
+                if os.environ.get(v)
+            ),
+            branch,
+        )
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    return commit, branch, None if status is None else bool(status)
+
+
+def _runs(results: list[RunResult]) -> list[RunRow]:
+    return [
+        RunRow(
+            run_id=r.run_id,
+            repeat_index=r.repeat_index,
+            outcome=r.outcome,
+            duration=r.duration,
+            metrics=dict(r.metrics),
+            attempt=r.attempt,
+            error_kind=r.error_kind,
+        )
+        for r in sorted(results, key=lambda r: r.repeat_index)
+    ]
+
+
+def invocation_of(result: InvocationResult) -> Invocation:
+    """The history rows of a finished invocation (git state not filled in)."""
+    tests = [
+        TestRow(
+            suite=t.suite,
+            test_id=t.test_id,
+            verdict=t.verdict,
+            passed=t.passed,
+            runs=len(t.runs),
+            repeats=t.repeats,
+            pass_threshold=t.pass_threshold,
+            duration=t.duration,
+            target=t.target,
+            tags=list(t.runs[0].tags) if t.runs else [],
+            run_rows=_runs(t.runs),
+        )
+        for t in result.tests
+    ]
+    counts = dict(result.counts)
+    return Invocation(
+        suites=list(result.suites),
+        started_at=result.started_at,
+        duration=result.duration,
+        exit_code=result.exit_code,
+        counts={k: counts.get(k, 0) for k in ("passed", "failed", "error", "quarantined", "not_run")},
+        tests=tests,
+        run_dir=str(result.run_dir) if result.run_dir else None,
+        argv=[str(a) for a in result.settings.get("argv") or []],
+        tamesu_version=result.settings.get("tamesu_version"),
+        cost_usd=sum(float(r.metrics.get("llm_cost_usd", 0) or 0) for r in result.results),
+        tokens=sum(float(r.metrics.get("llm_tokens", 0) or 0) for r in result.results),
+    )
+
+
+def invocation_of_run_dir(run: RunDirectory) -> Invocation:
+    """A run directory read as if it came from the history (for ``tamesu diff DIR_A DIR_B``)."""
+    rows = run.tests()
+    tests = [
+        TestRow(
+            suite=row.suite,
+            test_id=row.test_id,
+            verdict=row.verdict,
+            passed=int(row.info.get("passed") or sum(r.outcome == "passed" for r in row.runs)),
+            runs=len(row.runs),
+            repeats=int(row.info.get("repeats") or len(row.runs) or 1),
+            pass_threshold=float(row.info.get("pass_threshold") or 1.0),
+            duration=float(row.info.get("duration") or sum(r.duration for r in row.runs)),
+            target=row.target,
+            tags=row.tags,
+            run_rows=_runs(row.runs),
+        )
+        for row in rows
+    ]
+    summary = run.summary or {}
+    counts = {
+        v: sum(t.verdict == v for t in tests) for v in ("passed", "failed", "error", "quarantined", "not_run")
+    }
+    return Invocation(
+        suites=run.suites,
+        started_at=min((r.started_at for r in run.results), default=0.0),
+        duration=float(summary.get("duration") or 0.0),
+        exit_code=int(summary.get("exit_code", -1)),
+        counts=counts,
+        tests=tests,
+        run_dir=str(run.dir),
+        argv=[str(a) for a in run.settings.get("argv") or []],
+        tamesu_version=run.settings.get("tamesu_version"),
+        cost_usd=sum(float(r.metrics.get("llm_cost_usd", 0) or 0) for r in run.results),
+    )
+
+
+def record_invocation(result: InvocationResult, path: Path, *, cwd: Path | None = None) -> int:
+    """Add the invocation to the history at ``path``; raises ``HistoryError`` when it cannot."""
+    inv = invocation_of(result)
+    inv.git_commit, inv.git_branch, inv.git_dirty = git_state(cwd or path.parent)
+    try:
+        return HistoryDB(path).record(inv)
+    except HistoryError:
+        raise
+    except Exception as exc:  # never let history fail a run
+        raise HistoryError(f"{path}: {type(exc).__name__}: {exc}") from None

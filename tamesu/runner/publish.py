@@ -1,0 +1,30 @@
+"""What happens to an invocation after its reports are written: the history records it.
+
+It may not fail the run: anything that goes wrong becomes one note (a warning line) and the
+invocation's exit code stays what its tests made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tamesu.runner.api import InvocationResult
+
+__all__ = ["publish"]
+
+
+def publish(
+    result: InvocationResult, *, project: Any, project_dir: Path | None, note: Callable[[str], None]
+) -> None:
+    """Record ``result`` in the history, at most costing a warning."""
+    from tamesu.history import HistoryError, history_path, record_invocation
+
+    path = history_path(project, project_dir)
+    if path is not None:
+        try:
+            record_invocation(result, path, cwd=project_dir or Path.cwd())
+        except HistoryError as exc:
+            note(f"history not recorded: {exc}")
