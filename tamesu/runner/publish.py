@@ -1,6 +1,7 @@
-"""What happens to an invocation after its reports are written: the history records it.
+"""What happens to an invocation after its reports are written: the history records it and, when
+an OTLP endpoint is configured, its runs are exported as OpenTelemetry traces.
 
-It may not fail the run: anything that goes wrong becomes one note (a warning line) and the
+Neither may fail the run: anything that goes wrong becomes one note (a warning line) and the
 invocation's exit code stays what its tests made it.
 """
 
@@ -19,7 +20,7 @@ __all__ = ["publish"]
 def publish(
     result: InvocationResult, *, project: Any, project_dir: Path | None, note: Callable[[str], None]
 ) -> None:
-    """Record ``result`` in the history, at most costing a warning."""
+    """Record ``result`` in the history and export it, each at most costing a warning."""
     from tamesu.history import HistoryError, history_path, record_invocation
 
     path = history_path(project, project_dir)
@@ -28,3 +29,11 @@ def publish(
             record_invocation(result, path, cwd=project_dir or Path.cwd())
         except HistoryError as exc:
             note(f"history not recorded: {exc}")
+    from tamesu.telemetry import TelemetryError, export_invocation, otlp_endpoint
+
+    endpoint = otlp_endpoint(getattr(project, "telemetry", None))
+    if endpoint is not None:
+        try:
+            export_invocation(result, endpoint=endpoint, settings=getattr(project, "telemetry", None))
+        except TelemetryError as exc:
+            note(f"telemetry not exported: {exc}")
