@@ -36,13 +36,15 @@ def _is_run_dir(value: str) -> bool:
     return (Path(value) / "settings.json").is_file()
 
 
-def _side(value: str, history: HistoryDB) -> Invocation:
+def _side(value: str, history: HistoryDB | None) -> Invocation:
     from tamesu.errors import UsageError
     from tamesu.history import invocation_of_run_dir
     from tamesu.reports.rundir import RunDirectory, resolve_run_dir
 
     text = value.lstrip("#")
     if text.isdigit() and not _is_run_dir(value):
+        if history is None:
+            raise UsageError(f"{value}: history is turned off, so only run directories can be compared")
         return history.invocation(int(text))
     try:
         return invocation_of_run_dir(RunDirectory.open(resolve_run_dir(value)))
@@ -50,7 +52,7 @@ def _side(value: str, history: HistoryDB) -> Invocation:
         raise UsageError(f"{value} is neither an invocation id of the history nor a run directory") from None
 
 
-def _pick(args: argparse.Namespace, history: HistoryDB) -> tuple[Invocation, Invocation]:
+def _pick(args: argparse.Namespace, history: HistoryDB | None) -> tuple[Invocation, Invocation]:
     from tamesu.errors import UsageError
     from tamesu.history import invocation_of_run_dir
     from tamesu.reports.rundir import RunDirectory, resolve_run_dir
@@ -59,6 +61,8 @@ def _pick(args: argparse.Namespace, history: HistoryDB) -> tuple[Invocation, Inv
         b = _side(args.b, history)
     elif args.a is not None and _is_run_dir(args.a):
         b = invocation_of_run_dir(RunDirectory.open(resolve_run_dir(None)))
+    elif history is None:
+        raise UsageError("history is turned off: name two run directories to compare")
     else:
         latest = history.invocations(limit=1)
         if not latest:
@@ -66,6 +70,7 @@ def _pick(args: argparse.Namespace, history: HistoryDB) -> tuple[Invocation, Inv
         b = history.invocation(latest[0].id or 0)
     if args.a is not None:
         return _side(args.a, history), b
+    assert history is not None
     earlier = [
         i
         for i in history.invocations(suites=b.suites)
@@ -85,12 +90,17 @@ def run(args: argparse.Namespace) -> int:
     from tamesu.history import HistoryError, compare
     from tamesu.history.render import comparison_json, comparison_markdown, comparison_text
 
-    history, window = open_history(args.db)
+    try:
+        history, window = open_history(args.db)
+    except UsageError:
+        if not (args.a and _is_run_dir(args.a) and (args.b is None or _is_run_dir(args.b))):
+            raise
+        history, window = None, 10  # two run directories need no history
     try:
         a, b = _pick(args, history)
     except HistoryError as exc:
         raise UsageError(str(exc)) from None
-    found = history if history.path.is_file() else None
+    found = history if history is not None and history.path.is_file() else None
     comparison = compare(a, b, history=found, flaky_window=window)
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))

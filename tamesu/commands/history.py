@@ -40,7 +40,9 @@ def open_history(db: str | None) -> tuple[HistoryDB, int]:
         return HistoryDB(Path(db)), window
     path = history_path(project, project_dir)
     if path is None:
-        raise UsageError("history is turned off in tamesu.yaml (history.enabled: false)")
+        raise UsageError(
+            "history is turned off in tamesu.yaml (history.enabled: false); name a file with --db"
+        )
     return HistoryDB(path), window
 
 

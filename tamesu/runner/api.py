@@ -64,6 +64,8 @@ class RunOptions:
     cache: bool | str | Path = False
     """Replay model answers from a response cache: True for .tamesu-cache/models, or a folder."""
     today: date | None = None
+    only: Sequence[str] | None = None
+    """Run only these run ids (after the other selection options); the pytest plugin's selection."""
 
 
 @dataclass
@@ -252,6 +254,9 @@ def _plan(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
             errors.append(exc)
     if errors:
         raise ConfigErrors(errors)
+    if opts.only is not None:
+        wanted = set(opts.only)
+        specs = [s for s in specs if s.run_id in wanted]
     changes: dict[str, Any] = {}
     if opts.timeout is not None:
         changes["timeout"] = float(opts.timeout)
@@ -310,6 +315,7 @@ def _settings(
 
     options = {k: (str(v) if isinstance(v, (Path, date)) else v) for k, v in dataclasses.asdict(opts).items()}
     options["tags"], options["exclude_tags"] = list(opts.tags), list(opts.exclude_tags)
+    options["only"] = None if opts.only is None else sorted(opts.only)
     return {
         "argv": [redactor.redact(a) for a in (argv if argv is not None else sys.argv)],
         "cwd": os.getcwd(),

@@ -1,0 +1,88 @@
+"""The pytest plugin, run by pytest's own ``pytester`` against a real loopback agent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .reports.runs import shop_agent
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.integration
+
+SUITE = """
+suite: shop
+targets:
+  api: {{ type: rest, url: "{url}/chat", response: {{ text: $.reply, tool_calls: "$.tool_calls[*]" }} }}
+tests:
+  - name: greets
+    tags: [smoke, first-contact]
+    target: api
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ contains: Hello }} ]
+  - name: refund policy
+    target: api
+    repeat: 4
+    pass_threshold: 0.5
+    scenario: {{ script: [ {{ say: refund }} ] }}
+    assert: [ {{ contains: "30 days" }} ]
+  - name: hostile reply
+    target: api
+    scenario: {{ script: [ {{ say: hostile }} ] }}
+    assert: [ {{ contains: thanks }} ]
+"""
+
+
+@pytest.fixture
+def suites(pytester: pytest.Pytester) -> Iterator[pytest.Pytester]:
+    with shop_agent() as url:
+        pytester.makefile(".yaml", tamesu="output: runs\nhistory: { enabled: false }\n")
+        (pytester.path / "suites").mkdir()
+        (pytester.path / "suites" / "shop.yaml").write_text(SUITE.format(url=url))
+        (pytester.path / "suites" / "notes.yaml").write_text("just: some yaml\n")
+        yield pytester
+
+
+def test_suites_are_collected_one_item_per_test_and_repeats_as_parameters(suites: pytest.Pytester) -> None:
+    result = suites.runpytest_subprocess("--tamesu", "suites/", "--collect-only", "-q", "-p", "no:randomly")
+    items = [line for line in result.outlines if "::" in line]
+    assert items == [
+        "suites/shop.yaml::greets",
+        *(f"suites/shop.yaml::refund policy[{i}]" for i in range(1, 5)),
+        "suites/shop.yaml::hostile reply",
+    ]
+
+
+def test_verdicts_are_pytest_outcomes(suites: pytest.Pytester) -> None:
+    result = suites.runpytest_subprocess("--tamesu", "suites/", "-p", "no:randomly", "-p", "no:cacheprovider")
+    # refunds alternate 30 / 60 days: two repeats pass, two fail, and 2/4 meets the threshold of 0.5
+    result.assert_outcomes(passed=3, failed=1, xfailed=2)
+    text = result.stdout.str()
+    assert "contains: expected 'thanks'" in text and "\x1b" not in text
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_k_and_markers_select_items(suites: pytest.Pytester) -> None:
+    result = suites.runpytest_subprocess(
+        "--tamesu", "suites/", "-m", "first_contact", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1, deselected=5)
+    result = suites.runpytest_subprocess(
+        "--tamesu", "suites/", "-k", "refund and 1", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1, deselected=5)
+
+
+def test_without_the_option_suites_are_not_collected(suites: pytest.Pytester) -> None:
+    result = suites.runpytest_subprocess("suites/")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_an_invalid_suite_is_a_collection_error_naming_the_line(suites: pytest.Pytester) -> None:
+    (suites.path / "suites" / "broken.yaml").write_text(
+        "suite: broken\ntargets: {}\ntests:\n  - name: x\n    tagets: api\n"
+    )
+    result = suites.runpytest_subprocess("--tamesu", "suites/broken.yaml")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*broken.yaml:5:5*tagets*"])
