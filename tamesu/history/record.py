@@ -24,13 +24,16 @@ __all__ = ["git_state", "history_path", "invocation_of", "invocation_of_run_dir"
 _GIT_TIMEOUT_S = 5.0
 
 
-def history_path(project: Any, project_dir: Path | None) -> Path | None:
-    """The project's history file, or None when tamesu.yaml turns history off."""
+def history_path(project: Any, project_dir: Path | None, *, output: Path | None = None) -> Path | None:
+    """The project's history file, or None when tamesu.yaml turns history off. Without a
+    tamesu.yaml it lies beside the run directories' folder (``output``), else in the working
+    directory."""
     settings = getattr(project, "history", None)
     if settings is not None and not settings.enabled:
         return None
     relative = Path(settings.path if settings is not None else ".tamesu/history.db")
-    return relative if relative.is_absolute() else (project_dir or Path.cwd()) / relative
+    base = project_dir or (output.parent if output is not None else Path.cwd())
+    return relative if relative.is_absolute() else base / relative
 
 
 def _git(args: list[str], cwd: Path) -> str | None:

@@ -23,7 +23,8 @@ def publish(
     """Record ``result`` in the history and export it, each at most costing a warning."""
     from tamesu.history import HistoryError, history_path, record_invocation
 
-    path = history_path(project, project_dir)
+    output = result.run_dir.parent if result.run_dir is not None else None
+    path = history_path(project, project_dir, output=output)
     if path is not None:
         try:
             record_invocation(result, path, cwd=project_dir or Path.cwd())

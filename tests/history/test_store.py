@@ -82,3 +82,15 @@ def test_git_state_names_the_commit_branch_and_dirtiness(tmp_path: Path) -> None
     assert commit is not None and len(commit) == 40 and branch == "feature" and dirty is False
     (tmp_path / "a.txt").write_text("2")
     assert git_state(tmp_path)[2] is True
+
+
+def test_the_history_lies_in_the_project_else_beside_the_run_directories(tmp_path: Path) -> None:
+    from tamesu.config import Project
+    from tamesu.history import history_path
+
+    project = Project.model_validate({})
+    assert history_path(project, tmp_path) == tmp_path / ".tamesu" / "history.db"
+    moved = Project.model_validate({"history": {"path": "state/h.db"}})
+    assert history_path(moved, tmp_path, output=Path("/elsewhere/runs")) == tmp_path / "state" / "h.db"
+    assert history_path(None, None, output=tmp_path / "runs") == tmp_path / ".tamesu" / "history.db"
+    assert history_path(Project.model_validate({"history": {"enabled": False}}), tmp_path) is None
