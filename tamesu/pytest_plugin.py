@@ -150,9 +150,9 @@ class TamesuItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, TamesuRunFailed):
-            from tamesu.terminal import terminal_safe
+            from tamesu.untrusted import printable
 
-            return terminal_safe(str(excinfo.value))
+            return printable(str(excinfo.value))
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from tamesu.errors import UsageError
     from tamesu.history import HistoryError
     from tamesu.history.render import describe
-    from tamesu.terminal import terminal_safe
+    from tamesu.untrusted import printable
 
     history, _ = open_history(args.db)
     try:
@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         [
             str(i.id),
             time.strftime("%Y-%m-%d %H:%M", time.localtime(i.started_at)),
-            terminal_safe(", ".join(i.suites)),
-            terminal_safe(describe(i).split(" ")[1] if i.git_commit else "-"),
+            printable(", ".join(i.suites)),
+            printable(describe(i).split(" ")[1] if i.git_commit else "-"),
             f"{i.counts.get('passed', 0)}/{i.counts.get('failed', 0)}/{i.counts.get('error', 0)}",
             f"{i.duration:.1f}s",
             f"${i.cost_usd:.4f}",
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _test(history: HistoryDB, test: str, invocations: list[Invocation], *, as_json: bool) -> int:
-    from tamesu.terminal import terminal_safe
+    from tamesu.untrusted import printable
 
     suite, _, test_id = test.rpartition(" / ")
     suites = {s for i in invocations for s in i.suites} if not suite else {suite}
@@ -96,10 +96,10 @@ def _test(history: HistoryDB, test: str, invocations: list[Invocation], *, as_js
         print(json.dumps([dict(zip(keys, row)) for row in found], indent=2))
         return EXIT_OK
     if not found:
-        print(f"no verdicts recorded for {terminal_safe(test)}", file=sys.stderr)
+        print(f"no verdicts recorded for {printable(test)}", file=sys.stderr)
         return EXIT_CONFIG
     lines = [
-        [str(inv_id), terminal_safe(name), verdict, f"{passed}/{runs}"]
+        [str(inv_id), printable(name), verdict, f"{passed}/{runs}"]
         for name, inv_id, verdict, passed, runs in found
     ]
     print(table(lines, header=["id", "suite", "verdict", "passes"]))

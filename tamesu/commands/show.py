@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tamesu.reports.rundir import RunDirectory, resolve_run_dir
     from tamesu.reports.show import render_run
-    from tamesu.terminal import terminal_safe
+    from tamesu.untrusted import printable
 
     directory = RunDirectory.open(resolve_run_dir(args.run_dir))
     found = directory.find(args.run_id)
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if len(found) > 1:
         print(f"tamesu: {len(found)} runs match {args.run_id!r}; name one of:", file=sys.stderr)
         for r in found:
-            print(f"  {terminal_safe(r.run_id)}  ({r.outcome})", file=sys.stderr)
+            print(f"  {printable(r.run_id)}  ({r.outcome})", file=sys.stderr)
         return EXIT_CONFIG
     result = found[0]
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)

@@ -1,7 +1,7 @@
 """``tamesu diff`` output: text for a terminal, Markdown for a pull request comment, and JSON.
 
 Test names come from suites and ids from the history; text output passes them through
-``terminal_safe`` and Markdown escapes its table characters, so a test name cannot break either.
+``printable`` and Markdown escapes its table characters, so a test name cannot break either.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from tamesu.history.compare import Comparison, MetricChange, TestChange
 from tamesu.history.store import Invocation, TestRow
 from tamesu.stats import Difference
-from tamesu.terminal import terminal_safe
+from tamesu.untrusted import printable
 
 __all__ = ["comparison_json", "comparison_markdown", "comparison_text", "describe"]
 
@@ -95,11 +95,11 @@ def comparison_text(c: Comparison) -> str:
         lines += [f"    {name}: {_interval(d, m.unit)}" for name, d in m.per_test]
     lines += ["", f"Flaky: {len(c.flaky) or 'none'}"]
     lines += [f"  {name}: {why}" for name, why in c.flaky]
-    return "\n".join(terminal_safe(line) for line in lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def _md(text: str) -> str:
-    return terminal_safe(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return printable(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def comparison_markdown(c: Comparison) -> str:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
 from tamesu.reports.rundir import RunDirectory, TestRow
+from tamesu.untrusted import storable_text
 
 if TYPE_CHECKING:
     from tamesu.assertions.base import AssertionResult
@@ -95,7 +96,7 @@ def write_html(run: RunDirectory, out: str | os.PathLike[str], **kw: Any) -> Pat
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_html(run, **kw), encoding="utf-8")
+    tmp.write_text(storable_text(render_html(run, **kw)), encoding="utf-8")
     os.replace(tmp, path)
     return path
 

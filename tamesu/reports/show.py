@@ -1,7 +1,7 @@
 """One run as text for a terminal (``tamesu show``): the conversation, tool calls, checks, captures.
 
 Every string that came from the agent (turns, tool arguments and results, captured values,
-assertion evidence) passes through ``terminal_safe`` before it is printed, so a reply cannot
+assertion evidence) passes through ``printable`` before it is printed, so a reply cannot
 recolour, move or rewrite what the person reads.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.commands import paint
 from tamesu.reports.junit import assertion_line
-from tamesu.terminal import terminal_safe
+from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
     from tamesu.runner.spec import RunResult
@@ -29,26 +29,26 @@ def _value(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > MAX_VALUE_CHARS:
         text = text[:MAX_VALUE_CHARS] + f"... ({len(text) - MAX_VALUE_CHARS} more characters)"
-    return terminal_safe(text)
+    return printable(text)
 
 
 def render_run(r: RunResult, transcript: Transcript | None, *, color: bool = False, width: int = 100) -> str:
     """The run's header, transcript, assertions, captures and metrics."""
     lines: list[str] = []
-    title = f"{terminal_safe(r.suite)} / {terminal_safe(r.run_id)}"
+    title = f"{printable(r.suite)} / {printable(r.run_id)}"
     facts = [paint(r.outcome.upper(), _STYLE.get(r.outcome, "bold"), color), f"{r.duration:.2f}s"]
-    facts.append(f"target {terminal_safe(r.target)}")
+    facts.append(f"target {printable(r.target)}")
     if r.attempt > 1:
         facts.append(f"attempt {r.attempt}")
     lines.append(f"{paint(title, 'bold', color)}  {'  '.join(facts)}")
     if r.error:
-        lines.append(paint(f"error: {terminal_safe(r.error)}", "yellow", color))
+        lines.append(paint(f"error: {printable(r.error)}", "yellow", color))
     if transcript is not None:
         lines.append("")
         for turn in transcript.turns:
             lines.extend(_turn(turn, color=color, width=width))
         if transcript.end_reason:
-            lines.append(paint(f"(ended: {terminal_safe(transcript.end_reason)})", "dim", color))
+            lines.append(paint(f"(ended: {printable(transcript.end_reason)})", "dim", color))
     elif r.transcript_file:
         lines.append(paint(f"(transcript {r.transcript_file} could not be read)", "dim", color))
     if r.assertions:
@@ -57,10 +57,10 @@ def render_run(r: RunResult, transcript: Transcript | None, *, color: bool = Fal
             mark = "ERROR" if a.error else ("PASS" if a.passed else "FAIL")
             style = "yellow" if a.error else ("green" if a.passed else "red")
             text = a.name if a.passed and not a.message else assertion_line(a)
-            lines.append(f"  {paint(f'{mark:<5}', style, color)} {terminal_safe(text)}")
+            lines.append(f"  {paint(f'{mark:<5}', style, color)} {printable(text)}")
     if transcript is not None and transcript.captures:
         lines += ["", paint("captures", "bold", color)]
-        lines += [f"  {terminal_safe(k)} = {_value(v)}" for k, v in transcript.captures.items()]
+        lines += [f"  {printable(k)} = {_value(v)}" for k, v in transcript.captures.items()]
     if r.metrics:
         lines += ["", paint("metrics", "bold", color)]
         shown = [f"{k} {v:g}" for k, v in sorted(r.metrics.items())]
@@ -80,20 +80,20 @@ def _turn(turn: Turn, *, color: bool, width: int) -> list[str]:
         notes.append(f"dtmf {turn.dtmf}")
     head = f"{label} {paint('(' + ', '.join(notes) + ')', 'dim', color)}" if notes else label
     out = [head]
-    body = terminal_safe(turn.text) or "(nothing said)"
+    body = printable(turn.text) or "(nothing said)"
     for paragraph in body.splitlines() or [""]:
         out += textwrap.wrap(paragraph, width - 4, initial_indent="    ", subsequent_indent="    ") or [
             "    "
         ]
     if turn.reasoning:
         out += textwrap.wrap(
-            f"why: {terminal_safe(turn.reasoning)}",
+            f"why: {printable(turn.reasoning)}",
             width - 4,
             initial_indent="    ",
             subsequent_indent="    ",
         )
     for call in turn.tool_calls:
-        out.append(f"    {paint('tool', 'dim', color)} {terminal_safe(call.name)} {_value(call.args)}")
+        out.append(f"    {paint('tool', 'dim', color)} {printable(call.name)} {_value(call.args)}")
         if call.result is not None:
             out.append(f"      -> {_value(call.result)}")
     return out

@@ -29,7 +29,7 @@ def test_show_prints_a_transcript_without_the_agents_terminal_sequences(
     out = capsys.readouterr().out
     assert "\x1b" not in out
     assert out.splitlines()[0].startswith("shop / hostile reply  FAILED")
-    assert '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">red' in out
+    assert '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">\\x1b[31mred' in out
     assert "FAIL  contains: expected 'thanks'" in out
 
 
