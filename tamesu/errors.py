@@ -2,10 +2,13 @@
 
     TamesuError
     ├── ConfigError          bad suite / tamesu.yaml: file, line, column, key path, hint (exit 2)
-    │   ├── ModelUnavailable a test needs a model no configuration provides: the test cannot run,
-    │   │                    the suite's other tests still do
+    │   ├── Unrunnable       valid, but this environment cannot run a part of it (a variable unset,
+    │   │   │                an extra not installed, no adapter yet): the tests it reaches are errors
+    │   │   │                and are not run, the suite's other tests still run (a warning in validate)
+    │   │   └── ModelUnavailable  a test needs a model no configuration provides
     │   └── ConfigErrors     several ConfigErrors of one load, reported together
     ├── UsageError           bad command line (exit 2)
+    │   └── NoTestSelected   the selection (tags, filter) leaves no test to run (exit 5)
     ├── MissingExtraError    an optional part is not installed; names the extra or Debian package
     ├── TemplateError        a {{name}} that is not available where it is used
     ├── SecretError          a secret ref that cannot be resolved (never carries the value)
@@ -29,10 +32,12 @@ __all__ = [
     "MissingExtraError",
     "ModelError",
     "ModelUnavailable",
+    "NoTestSelected",
     "SecretError",
     "TamesuError",
     "TargetError",
     "TemplateError",
+    "Unrunnable",
     "UsageError",
 ]
 
@@ -78,11 +83,32 @@ class ConfigError(TamesuError):
 
 
 @dataclass
-class ModelUnavailable(ConfigError):
+class Unrunnable(ConfigError):
+    """A valid part of a suite that this environment cannot run: ``tamesu validate`` warns (an error
+    with ``--strict``); ``tamesu run`` reports the tests it reaches as errors and runs the others."""
+
+    tests: tuple[int, ...] | None = None
+    """The tests (indices in ``tests``) that cannot run; None: every test of the suite."""
+    language: str | None = None
+    """Only those tests' runs in this language cannot run (None: all their runs)."""
+    kind: str = "environment"
+    """The run's ``error_kind`` for those tests."""
+
+    def reaches(self, index: int, language: str | None = None) -> bool:
+        """Whether the run of test ``index`` (in ``language``) is one that cannot run here."""
+        if self.language is not None and language != self.language:
+            return False
+        return self.tests is None or index in self.tests
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "tests": None if self.tests is None else list(self.tests)}
+
+
+@dataclass
+class ModelUnavailable(Unrunnable):
     """A part of a test needs a model that no ``models:`` / provider / key makes available."""
 
-    test_index: int = -1
-    """The test (its index in ``tests``) that cannot run."""
+    kind: str = "model"
 
 
 @dataclass
@@ -100,6 +126,10 @@ class ConfigErrors(TamesuError):
 
 class UsageError(TamesuError):
     """The command line asked for something that cannot be done."""
+
+
+class NoTestSelected(UsageError):
+    """Tags, ``--filter`` or ``--exclude-tags`` left no test to run."""
 
 
 class MissingExtraError(TamesuError):

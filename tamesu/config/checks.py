@@ -91,11 +91,13 @@ def check_document(
             base_dirs=[d for d in (suite_dir, project_dir) if d is not None],
         )
     )
+    from tamesu.config.environment import check_environment
+
+    ctx.errors.extend(
+        check_environment(data, file=doc.file, positions=doc.positions, suite_dir=suite_dir,
+                          project=project, project_dir=project_dir)
+    )  # fmt: skip
     return sorted(ctx.errors, key=lambda e: (e.line or 0, e.column or 0, e.path))
-
-
-_AUDIO_ONLY = {"voice", "twilio", "sip"}
-_AUDIO_MODE = {"realtime", "pipecat", "livekit"}
 
 
 class _Attrs:
@@ -111,16 +113,15 @@ class _Attrs:
 
 
 def _check_voice(ctx: _Ctx, data: dict[str, Any]) -> None:
-    """Audio tests: the STT can hear the language, the voice resolves, noise files exist, mode fits."""
-    targets = data.get("targets") if isinstance(data.get("targets"), dict) else {}
-    for i, test in _tests(data):
-        target = targets.get(test.get("target")) if isinstance(targets, dict) else None
-        if not isinstance(target, dict):
-            continue
-        kind = target.get("type")
-        mode = test.get("mode") or target.get("mode")
-        if kind not in _AUDIO_ONLY and not (kind in _AUDIO_MODE and mode == "audio"):
-            continue
+    """Audio tests: the voice resolves, noise files exist, mode fits. These need the voice extra to
+    check; without it the tests cannot run here, which ``environment`` reports."""
+    from tamesu.config.environment import audio_tests
+    from tamesu.extras import EXTRAS
+
+    tests = list(audio_tests(data))
+    if not tests or not EXTRAS["voice"].installed:
+        return
+    for i, test, target in tests:
         from tamesu.voice.settings import check_voice_test
 
         seen: set[str] = set()
@@ -255,8 +256,8 @@ def _check_files(ctx: _Ctx, data: dict[str, Any], *, update_golden: bool) -> set
     """Files must exist next to the suite; returns the key paths whose file is there."""
     ok: set[KeyPath] = set()
     for path, value, what in _referenced_files(data):
-        if not isinstance(value, str) or not value or "{{" in value:
-            continue
+        if not isinstance(value, str) or not value or "{{" in value or "${" in value:
+            continue  # a ${VAR} still here is not set: the environment check reports it
         full = Path(value).expanduser()
         full = full if full.is_absolute() else ctx.suite_dir / full
         if full.is_file():
@@ -407,13 +408,15 @@ def check_model_needs(
 
     Reads ``models:`` (tamesu.yaml, then the suite, key by key), tamesu.yaml ``providers:`` and the
     environment's conventional keys; a ``local/PATH.gguf`` needs its file (looked for in
-    ``base_dirs``, then the working directory) and llama-cpp-python. These errors are
-    ``ModelUnavailable``: ``tamesu validate`` reports them, and ``tamesu run`` still runs the suite's
-    other tests.
+    ``base_dirs``, then the working directory) and llama-cpp-python, a hosted one its client (the
+    models extra). These errors are ``ModelUnavailable``: ``tamesu validate`` warns, and ``tamesu run``
+    reports the tests they reach as errors and runs the suite's other tests.
     """
     if not needs:
         return []
+    from tamesu.config.environment import Reach
     from tamesu.errors import ModelUnavailable
+    from tamesu.extras import EXTRAS
     from tamesu.models.local_gguf import gguf_problem, is_gguf_ref
     from tamesu.models.refs import custom_provider, missing_credentials, provider_infos
 
@@ -425,6 +428,7 @@ def check_model_needs(
         for name, p in _mapping((project or {}).get("providers")).items()
     }
     out: list[ConfigError] = []
+    reach: Reach | None = None
     for need in needs:
         ref = models.get(need.role) or models.get("default")
         if need.role == "embedder" and not models.get("embedder") and ref:
@@ -443,19 +447,41 @@ def check_model_needs(
                 continue
             problem = f"{need.why} needs {ref}, which cannot run here: {missing}"
         elif str(ref).startswith("local/"):
-            continue
+            embed = EXTRAS["embed"]
+            if embed.installed:
+                continue
+            problem = f"{need.why} needs {ref}, which needs the embed extra: {embed.install}"
         else:
             missing = missing_credentials(
                 str(ref), credentials={k: "set" for k in credentials}, custom=custom
-            )
+            ) or _client_missing(str(ref), custom)
             if missing is None:
                 continue
             problem = f"{need.why} needs {ref}, which cannot be called: {missing}"
+        if need.path[0] == "packs":
+            continue  # a suite pack's needs are reported where a test uses the pack
         line, col = positions.value(need.path) if positions is not None else (None, None)
-        index = need.path[1] if len(need.path) > 1 and isinstance(need.path[1], int) else -1
+        reach = reach or Reach(suite, project)
         out.append(ModelUnavailable(problem, file=file, line=line, column=col, path=format_path(need.path),
-                                    test_index=index))  # fmt: skip
+                                    tests=reach.tests_at(need.path)))  # fmt: skip
     return out
+
+
+_CLIENTS = {"openai": "openai", "anthropic": "anthropic", "google": "google.genai"}
+"""A provider family -> the SDK pydantic-ai reaches it with (all in the models extra)."""
+
+
+def _client_missing(ref: str, custom: Mapping[str, Any]) -> str | None:
+    """What to install when the model client of ``ref``'s provider is not here, else None."""
+    from tamesu.extras import EXTRAS, missing_modules
+    from tamesu.models.refs import provider_infos
+
+    provider = ref.split("/", 1)[0]
+    family = "openai" if provider in custom else provider_infos.get(provider).family
+    missing = missing_modules(["pydantic_ai", _CLIENTS.get(family, "openai")])
+    if not missing:
+        return None
+    return f"{', '.join(missing)} not installed: {EXTRAS['models'].install}"
 
 
 def _mapping(value: Any) -> dict[str, Any]:

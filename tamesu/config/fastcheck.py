@@ -6,8 +6,8 @@ is parsed with positions as usual, its plain data is checked by the validator ge
 JSON Schema (``_fastschema``, which answers True only where the models accept the data), and
 then the semantic checks run on that same data, exactly as they do after the models.
 
-The only answer this path gives is "all valid" (with warnings for tests that need a model nothing
-configures, which the models' path reports the same way). At the first sign of any problem (a schema
+The only answer this path gives is "all valid" (with warnings for what this environment cannot run,
+which the models' path reports the same way). At the first sign of any problem (a schema
 refusal, a check's error, an unreadable file, even a bug here) it returns None, and validate
 runs the models, which report every error with their own messages and positions. A file the
 fast path refuses but the models accept is merely slower, never wrong.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tamesu.errors import ConfigError, ModelUnavailable
+from tamesu.errors import ConfigError, Unrunnable
 
 __all__ = ["FastResult", "validate_fast"]
 
@@ -32,7 +32,7 @@ class FastResult:
     suites: int
     tests: int
     warnings: list[ConfigError] = field(default_factory=list)
-    """Tests that cannot run here: they need a model nothing configures (ModelUnavailable)."""
+    """What this environment cannot run (``Unrunnable``): a model, a variable, an extra, an adapter."""
 
 
 class _Defer(Exception):
@@ -89,7 +89,7 @@ def _validate(paths: list[Path | str]) -> FastResult:
         problems = check_document(
             doc, suite_dir, project=found[0] if found else None, project_dir=found[1] if found else None
         )
-        if any(not isinstance(e, ModelUnavailable) for e in problems):
+        if any(not isinstance(e, Unrunnable) for e in problems):
             raise _Defer(file)
         warnings.extend(problems)
         tests += len(data["tests"])

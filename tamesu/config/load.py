@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tamesu.config.yamlload import Positions, YamlDoc, parse_yaml
-from tamesu.errors import ConfigError, ConfigErrors, ModelUnavailable
+from tamesu.errors import ConfigError, ConfigErrors, Unrunnable
 
 if TYPE_CHECKING:
     from tamesu.config import Project, Suite
@@ -56,8 +56,9 @@ class LoadedSuite:
     """Where each key path of the suite file is written, for errors found later (at run time)."""
     file: str = ""
     """The suite's name in messages: relative to the working directory when it is below it."""
-    unrunnable: list[ModelUnavailable] = field(default_factory=list)
-    """Tests that need a model no configuration provides: reported, and not run."""
+    unrunnable: list[Unrunnable] = field(default_factory=list)
+    """What this environment cannot run (a model, a variable, an extra...): the tests it reaches are
+    reported as errors, and not run."""
 
     def where(self, *path: str | int) -> tuple[str, int, int]:
         """(file, line, column) of a key path, for errors that surface after loading."""
@@ -71,8 +72,8 @@ class ValidationReport:
 
     suites: list[LoadedSuite] = field(default_factory=list)
     errors: list[ConfigError] = field(default_factory=list)
-    warnings: list[ModelUnavailable] = field(default_factory=list)
-    """Tests that need a model nothing configures: valid, but ``tamesu run`` reports them as errors."""
+    warnings: list[Unrunnable] = field(default_factory=list)
+    """What this environment cannot run: valid, but ``tamesu run`` reports the tests it reaches as errors."""
 
     @property
     def tests(self) -> int:
@@ -134,7 +135,7 @@ def _validate_model(model: type[M], doc: YamlDoc, what: str) -> tuple[M | None, 
     try:
         return model.model_validate(doc.data), []  # type: ignore[attr-defined]
     except ValidationError as exc:
-        return None, validation_errors(exc, doc, model)
+        return None, _unset_first(validation_errors(exc, doc, model), doc)
 
 
 def _all_problems(
@@ -160,6 +161,22 @@ def _all_problems(
 
 def _within(path: str, outer: str) -> bool:
     return path == outer or path.startswith((f"{outer}.", f"{outer}["))
+
+
+def _unset_first(errors: list[ConfigError], doc: YamlDoc) -> list[ConfigError]:
+    """A value refused only because its ``${VAR}`` is not set here says so (then the file cannot load)."""
+    from tamesu.config.environment import unset_variables
+    from tamesu.config.yamlload import format_path
+
+    unset = {format_path(path): name for path, name in unset_variables(doc.data)}
+    if not unset:
+        return errors
+    return [
+        ConfigError(f"environment variable {unset[e.path]} is not set", file=e.file, line=e.line,
+                    column=e.column, path=e.path, hint=f"set it, or give a default: ${{{unset[e.path]}:-value}}")
+        if e.path in unset else e
+        for e in errors
+    ]  # fmt: skip
 
 
 def _guarded(file: str, load: Callable[[], M]) -> M:
@@ -268,11 +285,11 @@ def load_suite(
                 doc, suite_dir, project=project_data, update_golden=update_golden, project_dir=proj_dir
             ),
         )
-        hard = [e for e in errors if not isinstance(e, ModelUnavailable)]
+        hard = [e for e in errors if not isinstance(e, Unrunnable)]
         if hard or suite is None:
             raise ConfigErrors(hard)
         loaded = LoadedSuite(suite, path, suite_dir, proj, proj_dir, doc.positions, file)
-        loaded.unrunnable = [e for e in errors if isinstance(e, ModelUnavailable)]
+        loaded.unrunnable = [e for e in errors if isinstance(e, Unrunnable)]
         return loaded
 
     return _guarded(file, load)

@@ -3,12 +3,12 @@
 PyYAML's own constructor follows YAML 1.1, which turns ``2026-12-31`` into a date and ``no`` into
 False; suites mean neither. We compose nodes (C loader when available) and build values ourselves
 with the YAML 1.2 core schema, recording where every key and value starts so that a validation
-error can name ``file:line:col``. ``${VAR}`` environment expansion happens here too, because its
-errors need the same positions.
+error can name ``file:line:col``. ``${VAR}`` environment expansion happens here too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Mapping
@@ -134,10 +134,12 @@ def format_path(path: KeyPath) -> str:
 def parse_yaml(
     text: str, *, file: str = "<suite>", env: Mapping[str, str] | None = None, lenient: bool = False
 ) -> YamlDoc:
-    """Parse one YAML document; every problem (syntax, duplicate key, unset ``${VAR}``) is a ConfigError.
+    """Parse one YAML document; every problem (syntax, duplicate key, tag) is a ConfigError.
 
     A syntax error, or a document too large to build, is raised at once. The other problems are
     raised together, or with ``lenient`` kept in ``YamlDoc.errors`` beside the data built anyway.
+    ``${VAR}`` is expanded; a string naming an unset VAR without a default stays as written: the
+    suite is still valid, and ``tamesu.config.environment`` says which tests cannot run here.
     """
     loader = _Loader(text)
     try:
@@ -285,12 +287,8 @@ class _Builder:
         if isinstance(value, str) and "${" in value and (not path or path[0] not in _NO_ENV_UNDER):
             if id(node) in self._expanded:
                 return self._expanded[id(node)]
-            try:
+            with contextlib.suppress(TemplateError):  # unset: kept as written for the environment check
                 value = expand_env(value, self.env)
-            except TemplateError as exc:
-                message, _, _ = str(exc).partition(" (write")
-                name = message.split()[2] if message.startswith("environment variable ") else "NAME"
-                self.error(message, node, path, hint=f"set it, or give a default: ${{{name}:-value}}")
             self._expanded[id(node)] = value
         return value
 

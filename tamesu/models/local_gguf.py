@@ -11,7 +11,6 @@ llama.cpp context is not thread-safe, so each loaded model carries its own lock.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.errors import MissingExtraError, ModelError
+from tamesu.extras import is_installed
 from tamesu.models.refs import ModelRef
 
 __all__ = [
@@ -127,7 +127,7 @@ def gguf_problem(ref_text: str, base_dirs: Sequence[str | os.PathLike[str]] = ()
         resolve_gguf_path(path, base_dirs)
     except ModelError as exc:
         return str(exc)
-    if importlib.util.find_spec("llama_cpp") is None:
+    if not is_installed("llama_cpp"):
         return f"llama-cpp-python is not installed: pip install 'tamesu[local]' ({_REBUILD})"
     return None
 

@@ -18,7 +18,14 @@ from tamesu.durations import parse_duration
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
 
-__all__ = ["AUDIO_TARGETS", "DEFAULT_IDLE", "TranscriptSource", "VoiceSettings", "check_voice_test"]
+__all__ = [
+    "AUDIO_TARGETS",
+    "DEFAULT_IDLE",
+    "TranscriptSource",
+    "VoiceSettings",
+    "check_voice_test",
+    "stt_problem",
+]
 
 DEFAULT_IDLE = 2.0
 AUDIO_TARGETS = frozenset({"voice", "twilio"})
@@ -122,13 +129,13 @@ def _asserts_dtmf(spec: Any) -> bool:
 def check_voice_test(
     test: Any, target: Any, *, language: str | None = None, suite_dir: Path | str = "."
 ) -> list[str]:
-    """Why an audio test cannot run as written (empty when it can); loads no model.
+    """Why an audio test is wrong as written (empty when it is right); loads no model.
 
     The loader calls it for each expanded test whose target is an audio target (``AUDIO_TARGETS``,
     or any target with ``mode: audio`` on it or on the test), once per language. It checks that the
-    STT engine can transcribe the language (unless the agent's own transcript is used), that the
     persona's voice resolves, that the background noise is a preset or an existing file, and that
-    ``mode: text`` is not asked of a target that only carries audio.
+    ``mode: text`` is not asked of a target that only carries audio. Whether this machine's STT
+    engine hears the language is a question about the machine, not the suite: ``stt_problem``.
     """
     problems: list[str] = []
     kind = str(getattr(target, "type", ""))
@@ -140,12 +147,6 @@ def check_voice_test(
         problems.append(
             "transcript_source: agent on a twilio target: Media Streams carry no transcript (use auto or stt)"
         )
-    if getattr(target, "transcript_source", "auto") != "agent" and lang:
-        from tamesu.audio.engines import check_language
-
-        why = check_language(None, lang)
-        if why:
-            problems.append(why)
     if persona is not None and (persona.voice or lang):
         from tamesu.audio.voices import check_voice
 
@@ -162,3 +163,18 @@ def check_voice_test(
                 f"background_noise {noise!r} is neither a preset ({', '.join(noise_presets)}) nor a file"
             )
     return problems
+
+
+def stt_problem(target: Any, language: str | None) -> str | None:
+    """Why the STT engine installed here cannot hear ``language`` on calls to ``target`` (None: it
+    can, or the agent's own transcript is used); loads no model."""
+    source = (
+        target.get("transcript_source")
+        if isinstance(target, dict)
+        else getattr(target, "transcript_source", None)
+    )
+    if (source or "auto") == "agent" or not language:
+        return None
+    from tamesu.audio.engines import check_language
+
+    return check_language(None, language)

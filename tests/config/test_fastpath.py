@@ -535,6 +535,7 @@ def test_valid_suites_take_the_fast_path_and_print_what_the_models_would(
     write(tmp_path / "sub" / "b.suite.yaml", SUITE.replace("demo", "other"))
     write(tmp_path / "ignored.yaml", "suite: not matched by the globs\n")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOKEN", "t0ken")
     assert validate_fast(["."]) == FastResult(suites=2, tests=4)
     fast = run_validate([], capsys)
     monkeypatch.setattr("tamesu.config.fastcheck.validate_fast", lambda paths: None)
@@ -591,8 +592,11 @@ def test_semantic_problems_send_the_file_to_the_models(tmp_path: Path) -> None:
     assert validate_fast([ok]) == FastResult(suites=1, tests=2)
 
 
-def test_checks_on_plain_data_are_the_checks_after_the_models(tmp_path: Path) -> None:
+def test_checks_on_plain_data_are_the_checks_after_the_models(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """check_document with tamesu.yaml's plain mapping finds what load_suite finds with the model."""
+    monkeypatch.setenv("KEY", "k3y")
     project = "vars: { shop: Mochi }\nsecrets: { KEY: env:KEY }\n"
     write(tmp_path / "tamesu.yaml", project)
     text = SUITE.replace("{{secrets.TOKEN}}", "{{secrets.KEY}} {{secrets.NOPE}}").replace(

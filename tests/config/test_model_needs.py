@@ -61,7 +61,10 @@ def test_a_model_without_its_key_names_the_variable(tmp_path: Path, monkeypatch:
     )
 
 
-def test_credentials_providers_and_offline_embedder_satisfy_it(tmp_path: Path) -> None:
+def test_credentials_providers_and_offline_embedder_satisfy_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("K", "k3y")
     creds = 'models: { judge: openai/gpt-4.1-mini, credentials: { openai: "{{secrets.K}}" } }\nsecrets: { K: env:K }'
     assert errors(tmp_path, 'judge: "polite"', models=creds) == []
     project = (
@@ -96,7 +99,7 @@ def test_validate_warns_and_run_skips_only_that_test(
     assert main(["--color", "never", "validate", "s.yaml"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("warning: s.yaml:10:24: a judge assertion needs a model")
-    assert out[-1] == "ok: 1 suite, 2 tests; 1 check needs a model (see the warnings)"
+    assert out[-1] == "ok: 1 suite, 2 tests; 1 warning: tamesu run reports the tests they name as errors"
     result = run(["s.yaml"], output=tmp_path / "runs")
     judged, plain = sorted(result.results, key=lambda r: r.test_id)
     assert (

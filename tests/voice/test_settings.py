@@ -16,6 +16,7 @@ from tamesu.targets.base import TargetContext
 from tamesu.templates import Scope
 from tamesu.transcript import Transcript
 from tamesu.voice import VoiceSettings, check_voice_test
+from tamesu.voice.settings import stt_problem
 
 from .peers import spec_with
 
@@ -90,8 +91,7 @@ def test_check_voice_test_says_what_cannot_run(tmp_path: Path) -> None:
         return Test.model_validate({"name": "t", "target": "phone", "persona": persona or None})
 
     assert check_voice_test(test(language="en"), target) == []
-    spanish = check_voice_test(test(language="es-ES"), target)
-    assert len(spanish) == 1 and "cannot transcribe 'es-ES'" in spanish[0]
+    assert check_voice_test(test(language="es-ES"), target) == [], "what the STT hears is stt_problem's"
     agent_words = Target.model_validate({"type": "voice", "url": "ws://x", "transcript_source": "agent"})
     assert check_voice_test(test(language="es-ES"), agent_words) == []
     assert "unknown voice" in check_voice_test(test(voice="xx-YY-robot"), agent_words)[0]
@@ -103,6 +103,13 @@ def test_check_voice_test_says_what_cannot_run(tmp_path: Path) -> None:
     assert "carries audio only" in check_voice_test(text_mode, target)[0]
     twilio = Target.model_validate({"type": "twilio", "url": "ws://x", "transcript_source": "agent"})
     assert "carry no transcript" in check_voice_test(test(), twilio)[0]
+
+
+def test_stt_problem_says_when_the_stt_here_cannot_hear_the_language() -> None:
+    target = Target.model_validate({"type": "voice", "url": "ws://x"})
+    assert stt_problem(target, "en") is None and stt_problem(target, None) is None
+    assert "cannot transcribe 'es-ES'" in (stt_problem(target, "es-ES") or "")
+    assert stt_problem({"type": "voice", "transcript_source": "agent"}, "es-ES") is None
 
 
 async def test_dtmf_received_compares_the_digits_exactly() -> None:

@@ -1,0 +1,344 @@
+"""What this environment cannot run of a valid suite, and which tests that reaches.
+
+A suite can be right and still not run everywhere: a ``${VAR}`` is not set here, a secret's
+variable or file is missing, an extra is not installed, the STT engine installed cannot hear the
+test's language, or this version of tamesu has no adapter for a target type or no evaluator for an
+assertion kind yet. Each such problem is an ``Unrunnable``: ``tamesu validate`` prints it as a
+warning naming what to set or install (an error with ``--strict``), and ``tamesu run`` reports the
+tests it reaches as errors without running them, while the others run. ``Reach`` says which tests
+a part of a suite reaches; the runner uses it too, to resolve only the secrets its tests use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from tamesu.config.yamlload import KeyPath, Positions, format_path
+from tamesu.errors import Unrunnable
+from tamesu.templates import template_names
+
+__all__ = ["Reach", "audio_tests", "check_environment", "unset_variables"]
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_SHARED = ("hooks", "defaults")
+"""Parts of a suite (and of tamesu.yaml) that every test runs."""
+_AUDIO_ONLY = frozenset({"voice", "twilio", "sip"})
+_AUDIO_MODE = frozenset({"realtime", "pipecat", "livekit"})
+
+
+def _strings(value: Any, path: KeyPath) -> Iterator[tuple[KeyPath, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _strings(v, (*path, k))
+    elif isinstance(value, list):
+        for k, v in enumerate(value):
+            yield from _strings(v, (*path, k))
+
+
+def _names(value: Any) -> set[str]:
+    """Every ``{{name}}`` written anywhere in ``value``."""
+    return {n for _, text in _strings(value, ()) if "{{" in text for n in template_names(text)}
+
+
+def _get(value: Any, *keys: str) -> Any:
+    for k in keys:
+        value = value.get(k) if isinstance(value, Mapping) else None
+    return value
+
+
+def unset_variables(data: Any, env: Mapping[str, str] | None = None) -> Iterator[tuple[KeyPath, str]]:
+    """(key path, NAME) of every ``${NAME}`` without a default whose variable is not set.
+
+    The YAML loader leaves such a string as written, so this finds them in the loaded data; secret
+    refs are skipped (their ``${VAR}`` is expanded against vars when the secret is resolved).
+    """
+    environ = os.environ if env is None else env
+    for path, text in _strings(data, ()):
+        if "${" in text and path[:1] != ("secrets",):
+            for m in _ENV.finditer(text):
+                if m.group(2) is None and m.group(1) not in environ:
+                    yield path, m.group(1)
+
+
+class Reach:
+    """Which tests each part of a suite (and of its tamesu.yaml) reaches, and what each test uses."""
+
+    def __init__(self, suite: Mapping[str, Any], project: Mapping[str, Any] | None = None) -> None:
+        from tamesu.config.checks import assertion_lists, model_needs
+
+        self.suite, self.project = suite, project or {}
+        raw_tests = suite.get("tests")
+        self.tests = [(i, t) for i, t in enumerate(raw_tests or []) if isinstance(t, Mapping)]
+        targets = suite.get("targets")
+        self.targets: Mapping[str, Any] = targets if isinstance(targets, Mapping) else {}
+        self.by_target: dict[str, set[int]] = {}
+        for i, test in self.tests:
+            for name in (test.get("target"), _get(test, "counterpart", "target")):
+                if isinstance(name, str):
+                    self.by_target.setdefault(name, set()).add(i)
+        self.by_pack: dict[str, set[int] | None] = {}
+        for path, items in assertion_lists(dict(suite)):
+            reached = {"tests": self.tests_at(path[:2]), "defaults": None}.get(str(path[0]), ())
+            for item in items:
+                pack = item.get("pack") if isinstance(item, Mapping) else None
+                if isinstance(pack, str):
+                    self.by_pack[pack] = _union(self.by_pack.get(pack, set()), reached)
+        self.model_tests: set[int] | None = {i for i, t in self.tests if self._target_type(t) == "model"}
+        for need in model_needs(dict(suite)):
+            self.model_tests = _union(self.model_tests, self.tests_at(need.path))
+        packs = _mapping(suite.get("packs"))
+        model_config = _names(
+            [suite.get("models"), self.project.get("models"), self.project.get("providers")]
+        )
+        self.shared = _names([suite.get(k) for k in _SHARED] + [self.project.get(k) for k in _SHARED])
+        self.uses: dict[int, set[str]] = {}
+        for i, test in self.tests:
+            parts: list[Any] = [test, *(self.targets.get(n) for n in _test_targets(test))]
+            parts += [packs.get(p) for p in _names_of_packs(test)]
+            self.uses[i] = _names(parts) | (model_config if self._needs_model(i) else set())
+
+    def _target_type(self, test: Mapping[str, Any]) -> Any:
+        return _get(self.targets.get(str(test.get("target"))), "type")
+
+    def _needs_model(self, index: int) -> bool:
+        return self.model_tests is None or index in self.model_tests
+
+    def tests_using(self, name: str) -> tuple[int, ...] | None:
+        """The tests whose parts render ``{{name}}``; None when a part every test runs does."""
+        if name in self.shared:
+            return None
+        return tuple(i for i, used in self.uses.items() if name in used)
+
+    def names_used(self, tests: Iterable[int]) -> set[str]:
+        """Every ``{{name}}`` the given tests render, the parts every test runs included."""
+        out = set(self.shared)
+        for i in tests:
+            out |= self.uses.get(i, set())
+        return out
+
+    def tests_at(self, path: KeyPath, *, in_project: bool = False) -> tuple[int, ...] | None:
+        """The tests a problem at ``path`` reaches; None: every test of the suite."""
+        head = path[0] if path else ""
+        name = path[1] if len(path) > 1 else None
+        if in_project and head in ("vars", "secrets") and name in (self.suite.get(head) or {}):
+            return ()
+        if head == "tests" and isinstance(name, int):
+            return (name,)
+        if head == "targets" and isinstance(name, str):
+            return tuple(sorted(self.by_target.get(name, ())))
+        if head == "packs" and isinstance(name, str):
+            reached = self.by_pack.get(name, set())
+            return None if reached is None else tuple(sorted(reached))
+        if head in ("vars", "secrets") and isinstance(name, str):
+            return self.tests_using(f"{head}.{name}")
+        if head in ("models", "providers"):
+            return None if self.model_tests is None else tuple(sorted(self.model_tests))
+        if head == "red_team":
+            return ()
+        if in_project and head in ("livekit", "sip"):
+            return tuple(i for i, t in self.tests if self._target_type(t) == head)
+        return None
+
+
+def _union(a: set[int] | None, b: Iterable[int] | None) -> set[int] | None:
+    return None if a is None or b is None else a | set(b)
+
+
+def _test_targets(test: Mapping[str, Any]) -> list[str]:
+    names = [test.get("target"), _get(test, "counterpart", "target")]
+    return [n for n in names if isinstance(n, str)]
+
+
+def _names_of_packs(test: Mapping[str, Any]) -> list[str]:
+    items = test.get("assert")
+    if not isinstance(items, list):
+        return []
+    return [i["pack"] for i in items if isinstance(i, Mapping) and isinstance(i.get("pack"), str)]
+
+
+class _Report:
+    """Gathers the problems of one suite, located in the suite or in its tamesu.yaml."""
+
+    def __init__(self, reach: Reach, file: str, positions: Positions, project_file: Path | None) -> None:
+        self.reach, self.file, self.positions = reach, file, positions
+        self.project_file = project_file
+        self._project_positions: Positions | None = None
+        self.out: list[Unrunnable] = []
+
+    def add(
+        self,
+        message: str,
+        path: KeyPath,
+        *,
+        hint: str = "",
+        kind: str = "environment",
+        in_project: bool = False,
+        tests: tuple[int, ...] | str | None = "at",
+        language: str | None = None,
+    ) -> None:
+        reached = self.reach.tests_at(path, in_project=in_project) if isinstance(tests, str) else tests
+        if reached == ():
+            return
+        file, positions = self.file, self.positions
+        if in_project:
+            file, positions = self._project()
+        line, col = positions.value(path)
+        self.out.append(
+            Unrunnable(message, file=file, line=line, column=col, path=format_path(path), hint=hint,
+                       tests=reached, language=language, kind=kind)
+        )  # fmt: skip
+
+    def _project(self) -> tuple[str, Positions]:
+        from tamesu.config.load import display_path, read_doc
+
+        if self.project_file is None:  # a project given as data alone
+            return "tamesu.yaml", Positions()
+        name = display_path(self.project_file)
+        if self._project_positions is None:
+            self._project_positions = read_doc(self.project_file, name).positions
+        return name, self._project_positions
+
+
+def check_environment(
+    data: Mapping[str, Any],
+    *,
+    file: str,
+    positions: Positions,
+    suite_dir: Path,
+    project: Mapping[str, Any] | None = None,
+    project_dir: Path | None = None,
+) -> list[Unrunnable]:
+    """Every part of a valid suite that this environment cannot run, with the tests it reaches."""
+    from tamesu.config.load import PROJECT_FILE
+
+    reach = Reach(data, project)
+    report = _Report(reach, file, positions, project_dir / PROJECT_FILE if project_dir else None)
+    _variables(report, data, in_project=False)
+    if project:
+        _variables(report, project, in_project=True)
+    _secrets(report, data, project or {}, suite_dir)
+    _adapters(report, data)
+    _evaluators(report, data)
+    _voice(report, data)
+    return report.out
+
+
+def _variables(report: _Report, data: Mapping[str, Any], *, in_project: bool) -> None:
+    for path, name in unset_variables(data):
+        report.add(
+            f"environment variable {name} is not set", path, in_project=in_project,
+            hint=f"set it, or give a default: ${{{name}:-value}}",
+        )  # fmt: skip
+    for path, text in _strings(data, ()):
+        if "{{" in text and path[:1] != ("secrets",):
+            for name in dict.fromkeys(template_names(text)):
+                ns, _, member = name.partition(".")
+                if ns == "env" and member and member not in os.environ:
+                    report.add(f"environment variable {member} is not set ({{{{{name}}}}})", path,
+                               in_project=in_project, hint=f"set {member} before tamesu run")  # fmt: skip
+
+
+def _secrets(report: _Report, data: Mapping[str, Any], project: Mapping[str, Any], suite_dir: Path) -> None:
+    """``env:`` and ``file:`` secrets the tests use must resolve here; ``exec:`` ones run only in a run."""
+    from tamesu.errors import SecretError
+    from tamesu.secrets import Redactor, SecretStore
+
+    suite_refs = _mapping(data.get("secrets"))
+    refs = {**_mapping(project.get("secrets")), **suite_refs}
+    variables = {
+        k: str(v) for k, v in {**_mapping(project.get("vars")), **_mapping(data.get("vars"))}.items()
+    }
+    store = SecretStore(refs, redactor=Redactor(), base_dir=suite_dir, vars=variables)
+    for name, ref in refs.items():
+        if not isinstance(ref, str) or not ref.split("${", 1)[0].startswith(("env:", "file:")):
+            continue
+        reached = report.reach.tests_using(f"secrets.{name}")
+        if reached == ():
+            continue
+        try:
+            store.get(name)
+        except SecretError as exc:
+            in_project = name not in suite_refs
+            hint = "set the variable, or run only tests that do not use it"
+            report.add(str(exc), ("secrets", name), hint=hint, kind="secret", in_project=in_project,
+                       tests=reached)  # fmt: skip
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _adapters(report: _Report, data: Mapping[str, Any]) -> None:
+    from tamesu.targets import targets
+
+    for name, target in report.reach.targets.items():
+        kind = _get(target, "type")
+        if isinstance(kind, str) and kind not in targets:
+            report.add(
+                f"the {kind} target type has no adapter in this version of tamesu yet", ("targets", name, "type"),
+                kind="adapter", hint=f"its tests are reported as errors; adapters: {', '.join(targets.names())}",
+            )  # fmt: skip
+
+
+def _evaluators(report: _Report, data: Mapping[str, Any]) -> None:
+    from tamesu.assertions import assertions
+    from tamesu.config.checks import assertion_lists
+
+    for path, items in assertion_lists(dict(data)):
+        for j, item in enumerate(items):
+            for kind in item if isinstance(item, Mapping) else ():
+                if kind not in ("pack", "on_turn") and kind not in assertions:
+                    report.add(
+                        f"the {kind} assertion has no evaluator in this version of tamesu yet", (*path, j, kind),
+                        kind="adapter", hint="the tests that assert it are reported as errors",
+                    )  # fmt: skip
+
+
+def audio_tests(data: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any], Mapping[str, Any]]]:
+    """(index, test, target) of every test that places a call with audio."""
+    targets = _mapping(data.get("targets"))
+    for i, test in enumerate(data.get("tests") or []):
+        target = targets.get(str(test.get("target"))) if isinstance(test, Mapping) else None
+        if not isinstance(target, Mapping):
+            continue
+        kind, mode = target.get("type"), test.get("mode") or target.get("mode")
+        if kind in _AUDIO_ONLY or (kind in _AUDIO_MODE and mode == "audio"):
+            yield i, test, target
+
+
+def _voice(report: _Report, data: Mapping[str, Any]) -> None:
+    """Audio tests need the voice extra, and an STT engine that hears their language."""
+    from tamesu.extras import EXTRAS
+    from tamesu.targets import targets
+
+    calls = [(i, test, target) for i, test, target in audio_tests(data) if target.get("type") in targets]
+    if not calls:
+        return
+    voice = EXTRAS["voice"]
+    missing = voice.missing()
+    if missing:
+        for i, _, _ in calls:
+            report.add(
+                f"a call with audio needs the voice extra ({', '.join(missing)} not installed)",
+                ("tests", i, "target"), kind="extra", hint=voice.install,
+            )  # fmt: skip
+        return
+    from tamesu.voice.settings import stt_problem
+
+    for i, test, target in calls:
+        seen: set[str] = set()
+        listed = bool(test.get("languages"))
+        for k, language in enumerate(test.get("languages") or [_get(test, "persona", "language")]):
+            why = stt_problem(target, language)
+            if why and why not in seen:
+                seen.add(why)
+                where: KeyPath = (
+                    ("tests", i, "languages", k) if listed else ("tests", i, "persona", "language")
+                )
+                report.add(why, where, tests=(i,), language=language if listed else None)

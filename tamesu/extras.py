@@ -1,0 +1,73 @@
+"""The optional parts of tamesu (``pip install 'tamesu[NAME]'``): what each enables, and whether it is here.
+
+One table for ``tamesu doctor`` and for the checks that tell a suite's author which extra a test
+needs. Whether an extra is installed is answered without importing it (``find_spec``), so
+``tamesu validate`` stays fast and a broken optional package cannot break it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+__all__ = ["EXTRAS", "Extra", "is_installed", "missing_modules"]
+
+
+@dataclass(frozen=True)
+class Extra:
+    """One ``tamesu[NAME]`` extra."""
+
+    name: str
+    enables: str
+    """What a suite can do once it is installed, in a few words."""
+    modules: tuple[str, ...] = ()
+    """Import names that must be importable for tamesu to use it (none: nothing tamesu imports)."""
+
+    @property
+    def install(self) -> str:
+        return f"pip install 'tamesu[{self.name}]'"
+
+    def missing(self) -> list[str]:
+        return missing_modules(self.modules)
+
+    @property
+    def installed(self) -> bool:
+        return not self.missing()
+
+
+EXTRAS: dict[str, Extra] = {
+    extra.name: extra
+    for extra in (
+        Extra(
+            "models",
+            "hosted and OpenAI-compatible models: simulated users, judges, extraction, model targets",
+            ("pydantic_ai", "openai"),
+        ),
+        Extra(
+            "voice",
+            "voice and phone calls (voice, twilio; realtime and pipecat in audio mode): speech, lines, VAD",
+            ("numpy", "soxr", "webrtcvad"),
+        ),
+        Extra("embed", "similar_to offline with models.embedder: local/minilm", ("numpy", "tokenizers", "safetensors")),
+        Extra("local", "local/PATH.gguf models run in-process by llama.cpp", ("llama_cpp",)),
+        Extra("ray", "tamesu run --ray / --address, tamesu load on a cluster, tamesu submit", ("ray",)),
+        Extra("realtime", "realtime targets (websockets, also a base dependency)", ("websockets",)),
+        Extra("pipecat", "running Pipecat bots, such as examples/pipecat (pipecat targets need no extra)", ("pipecat",)),
+        Extra("livekit", "livekit targets, once they have an adapter", ("livekit",)),
+        Extra("browser", "browser targets, once they have an adapter"),
+        Extra("sip", "sip targets, once they have an adapter"),
+    )
+}  # fmt: skip
+"""Every extra of the distribution but ``all`` and ``dev``; a test keeps it in step with pyproject.toml."""
+
+
+def is_installed(module: str) -> bool:
+    """Whether ``import module`` would find it; never imports it (a broken finder counts as absent)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_modules(modules: tuple[str, ...] | list[str]) -> list[str]:
+    return [m for m in modules if not is_installed(m)]
