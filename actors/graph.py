@@ -123,9 +123,9 @@ class RunGraph:
 
     async def run(self, *, timeout: float | None = None, sink: OutcomeSink | None = None) -> GraphOutcome:
         """Drive the run to its end (or to ``timeout`` seconds) and return its outcome."""
-        unrunnable = self.spec.extra.get("unrunnable")
-        if unrunnable:
-            self._fail(str(unrunnable), "model", False)
+        cannot = self.spec.cannot_run()
+        if cannot is not None:
+            self._fail(cannot[0], cannot[1], False)
             return self.outcome()
         try:
             await within(self._run(), timeout)

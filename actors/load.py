@@ -120,8 +120,6 @@ class LoadDriver:
     on_result: Callable[[RunResult], None] | None = None
 
     def __post_init__(self) -> None:
-        if not self.specs:
-            raise ValueError("a load test needs at least one planned run")
         if self.clock is None:
             from tamesu.clock import MonotonicClock
 
@@ -215,8 +213,9 @@ class LoadDriver:
         return self._next + self.stats.shed - len(self._redo)
 
     def _over(self, t: float) -> bool:
-        """No more arrivals: stopped, budget spent, call count reached or duration passed."""
-        if self._stop or self.budget.exceeded():
+        """No more arrivals: stopped, budget spent, call count reached or duration passed (or there is
+        nothing to call: every test of the load test is one this environment cannot run)."""
+        if self._stop or self.budget.exceeded() or not self.specs:
             return True
         total, duration = self.profile.total_calls, self.profile.seconds("duration")
         if total is not None and self._arrived() >= total and not self._redo:

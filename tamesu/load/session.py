@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tamesu.errors import UsageError
 from tamesu.secrets import Redactor
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tamesu.config.load import LoadedSuite
     from tamesu.load.profile import LoadProfile
     from tamesu.runner.results import ResultsStore
+    from tamesu.runner.spec import RunSpec
 
 __all__ = [
     "REPORT_FILE",
@@ -111,8 +112,6 @@ def prepare_load(request: LoadRequest, paths: Sequence[str]) -> tuple[list[Loade
     )
     loaded = _load(list(paths) or ["."], opts)
     specs = _plan(loaded, opts)
-    if not specs:
-        raise UsageError("no tests to load test (check --tags, --exclude-tags and --filter)")
     return loaded, specs, opts
 
 
@@ -246,8 +245,8 @@ async def run_load(request: LoadRequest) -> LoadResult:
     from tamesu.load.gates import evaluate_gates
     from tamesu.load.live import LiveView
     from tamesu.reports.load_report import build_load_report, render_load_report, write_load_report
-    from tamesu.runner.api import _setup
     from tamesu.runner.results import output_dir
+    from tamesu.runner.setup import suite_setups
     from tamesu.runner.verdict import final_results
 
     redactor = Redactor()
@@ -269,9 +268,10 @@ async def run_load(request: LoadRequest) -> LoadResult:
         )
     profile = _profile(request, loaded, resume_dir)
     gates = _gates(profile, loaded, specs)
-    setups = {str(s.path): _setup(s, redactor) for s in loaded}
+    setups, specs = suite_setups(loaded, specs, redactor)
     store, resumed = _store(request, loaded, where, profile, redactor)
     stream = request.stream or sys.stdout
+    specs = _leave_out_unrunnable(specs, store, redactor, stream, write=not resumed)
     from tamesu.runner.api import RunOptions, _router_factory
 
     routers = _router_factory(project, project_dir, setups, RunOptions())
@@ -344,6 +344,30 @@ async def run_load(request: LoadRequest) -> LoadResult:
     render_load_report(report, color=request.color, stream=stream, redactor=redactor)
     store.close()
     return LoadResult(exit_code=code, report=report, run_dir=store.dir, outcome=outcome)
+
+
+def _leave_out_unrunnable(
+    specs: list[RunSpec], store: ResultsStore, redactor: Redactor, stream: TextIO, *, write: bool
+) -> list[RunSpec]:
+    """The runs a load test calls: those this environment cannot run are reported once each, as
+    errors in results.jsonl (and so in the report's tests), and never called."""
+    from tamesu.runner.results import redact_result
+    from tamesu.runner.verdict import result_of
+
+    runnable, errors = [], []
+    for spec in specs:
+        cannot = spec.cannot_run()
+        if cannot is None:
+            runnable.append(spec)
+        else:
+            errors.append(redact_result(result_of(spec, error=cannot[0], error_kind=cannot[1]), redactor))
+    if errors and write:
+        store.append_many(errors)
+    for result in errors:
+        stream.write(
+            redactor.redact(f"not run here: {result.suite} / {result.test_id}: {result.error}") + "\n"
+        )
+    return runnable
 
 
 def _describe(profile: LoadProfile) -> str:

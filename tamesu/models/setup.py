@@ -50,29 +50,32 @@ class RouterFactory:
         return state
 
     def _render(self, value: str | None) -> str | None:
+        """``value`` with its secrets; None when it names one this invocation did not resolve (no
+        test that needs a model uses it, so no call will need the credential)."""
         if value is None:
             return None
+        from tamesu.errors import SecretError
         from tamesu.templates import Scope, render_text
 
         secrets = self.secrets
 
         def secret(name: str) -> str:
-            from tamesu.errors import SecretError
-
             if name not in secrets:
-                raise SecretError(f"secret {name} is not declared in secrets (suite or tamesu.yaml)")
+                raise SecretError(f"secret {name} was not resolved")
             return secrets[name]
 
-        return render_text(value, Scope(resolvers={"secrets": secret}))
+        try:
+            return render_text(value, Scope(resolvers={"secrets": secret}))
+        except SecretError:
+            return None
 
     def __call__(self, models: Any) -> ModelRouter | None:
         if models is None:
             return None
         key = models.model_dump_json() if hasattr(models, "model_dump_json") else repr(models)
         if key not in self._routers:
-            credentials = {
-                k: self._render(v) or "" for k, v in (getattr(models, "credentials", None) or {}).items()
-            }
+            rendered = {k: self._render(v) for k, v in (getattr(models, "credentials", None) or {}).items()}
+            credentials = {k: v for k, v in rendered.items() if v is not None}
             custom = {
                 name: custom_provider(name, url, self._render(key_t))
                 for name, (url, key_t) in self.providers.items()

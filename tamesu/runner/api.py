@@ -1,7 +1,8 @@
 """``tamesu.run()``: load, plan, resolve secrets, schedule, store and report; the CLI is a thin layer over it.
 
-A config error raises ``ConfigErrors`` before anything runs (exit 2); a secret that cannot be
-resolved raises ``SecretError`` (exit 3); everything after that is reported in the returned
+A config error raises ``ConfigErrors`` before anything runs (exit 2), and a selection that leaves
+no test raises ``NoTestSelected`` (exit 5); everything after that (a test this environment cannot
+run, a secret a test uses that cannot be resolved) is reported in the returned
 ``InvocationResult``, whose ``exit_code`` is what ``tamesu run`` exits with.
 """
 
@@ -23,10 +24,11 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.errors import ConfigError, ConfigErrors, SecretError, TemplateError, UsageError
+from tamesu.errors import ConfigError, ConfigErrors, NoTestSelected, UsageError
 from tamesu.runner.rates import EarlyStopper, RateRule
 from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
-from tamesu.runner.scheduler import Budget, Reporter, Scheduler, SuiteSetup
+from tamesu.runner.scheduler import Reporter, Scheduler, SuiteSetup
+from tamesu.runner.setup import suite_setups
 from tamesu.runner.verdict import TestVerdict, exit_code, final_results, run_key, verdicts
 from tamesu.secrets import Redactor
 
@@ -135,7 +137,7 @@ async def run_async(
         paths = list(ResultsStore.open(resume_dir).settings.get("suite_paths", []))
     loaded = _load(paths or ["."], opts)
     specs = _plan(loaded, opts)
-    setups = {str(s.path): _setup(s, redactor) for s in loaded}
+    setups, specs = suite_setups(loaded, specs, redactor)
     project_dir = next((s.project_dir for s in loaded if s.project_dir is not None), None)
     project = next((s.project for s in loaded if s.project is not None), None)
     where = output_dir(opts.output or getattr(project, "output", None), project_dir)
@@ -257,6 +259,8 @@ def _plan(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
     if opts.only is not None:
         wanted = set(opts.only)
         specs = [s for s in specs if s.run_id in wanted]
+    if not specs:
+        raise NoTestSelected(_nothing_selected(opts))
     changes: dict[str, Any] = {}
     if opts.timeout is not None:
         changes["timeout"] = float(opts.timeout)
@@ -265,42 +269,18 @@ def _plan(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
     return [s.evolve(**changes) for s in specs] if changes else specs
 
 
-def _setup(loaded: LoadedSuite, redactor: Redactor) -> SuiteSetup:
-    """Hooks, secrets (every declared one resolved now: a bad ref stops the invocation) and budget."""
-    from tamesu.config import effective_budgets, effective_secrets, effective_vars
-    from tamesu.runner.hooks import collect_hooks
-    from tamesu.secrets import SecretStore
-    from tamesu.templates import Scope
-
-    suite, project = loaded.suite, loaded.project
-    variables = {k: str(v) for k, v in effective_vars(project, suite).items()}
-    store = SecretStore(
-        effective_secrets(project, suite), redactor=redactor, base_dir=loaded.dir, vars=variables
-    )
-    values: dict[str, str] = {}
-    for name in store.names():
-        try:
-            values[name] = store.get(name)
-        except SecretError as exc:
-            raise SecretError(f"{loaded.file or loaded.path}: {exc}") from None
-
-    def secret(name: str) -> str:
-        if name not in values:
-            raise TemplateError(f"{{{{secrets.{name}}}}}: no secret {name} is declared")
-        return values[name]
-
-    caps = effective_budgets(project, suite)
-    return SuiteSetup(
-        name=suite.suite,
-        dir=loaded.dir,
-        before_all=collect_hooks("before_all", project, suite),
-        after_all=collect_hooks("after_all", project, suite),
-        before_each=collect_hooks("before_each", project, suite),
-        after_each=collect_hooks("after_each", project, suite),
-        scope=Scope({"vars": variables}, resolvers={"secrets": secret}),
-        secrets=values,
-        budget=Budget(max_cost_usd=caps.max_cost_usd, max_tokens=caps.max_tokens),
-    )
+def _nothing_selected(opts: RunOptions) -> str:
+    """``no test selected``, with the options that did the selecting."""
+    chosen = [
+        f"{flag} {','.join(value) if isinstance(value, (list, tuple)) else value}"
+        for flag, value in (
+            ("--tags", opts.tags),
+            ("--exclude-tags", opts.exclude_tags),
+            ("--filter", opts.filter),
+        )
+        if value
+    ]
+    return "no test selected" + (f" by {' '.join(chosen)}" if chosen else "")
 
 
 def _settings(

@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from datetime import date
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tamesu.durations import parse_duration
-from tamesu.errors import ConfigError
+from tamesu.errors import ConfigError, UsageError
 from tamesu.packs import expand_packs
 from tamesu.runner.expand import expand_test
 from tamesu.runner.spec import NamedAssertion, RunSpec
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from tamesu.config import Assertion, Defaults, Project, Quarantine, Suite, Target, Test
+    from tamesu.errors import Unrunnable
 
 __all__ = [
     "matches_filter",
@@ -62,9 +64,7 @@ def plan(
     shared = _shared_assertions(effective_defaults(project, suite), suite, file)
     keep, drop = set(tags), set(exclude_tags)
 
-    unrunnable: dict[int, str] = {}
-    for problem in getattr(loaded, "unrunnable", None) or []:
-        unrunnable.setdefault(problem.test_index, f"{problem.message} (at {problem.path})")
+    problems: list[Unrunnable] = list(getattr(loaded, "unrunnable", None) or [])
 
     out: list[RunSpec] = []
     seen: set[str] = set()
@@ -110,13 +110,15 @@ def plan(
             models=models,
             quarantine=quarantine_reason(test.quarantine, today),
             counterpart_target=counterpart,
-            extra={"unrunnable": unrunnable[index]} if index in unrunnable else {},
         )
         for expanded in expansions:
             if filter and not matches_filter(expanded.test_id, filter):
                 continue
+            why = next((p for p in problems if p.reaches(index, expanded.language)), None)
+            extra = {} if why is None else {"unrunnable": str(why), "unrunnable_kind": why.kind}
             out.extend(
                 template.evolve(
+                    extra=extra,
                     run_id=f"{expanded.test_id}#{i + 1}" if repeats > 1 else expanded.test_id,
                     test_id=expanded.test_id,
                     case=expanded.case,
@@ -149,12 +151,23 @@ def selected(test_tags: Iterable[str], *, tags: Iterable[str] = (), exclude_tags
 
 
 def matches_filter(test_id: str, pattern: str) -> bool:
-    """``--filter``: a case-insensitive substring, or a glob when it has a ``*`` (only ``*`` is special,
-    so the brackets of ``refund [late]`` match themselves)."""
+    """``--filter``: ``/REGEX/`` searched for in the test id; else a case-insensitive substring, or a
+    glob when it has a ``*`` (only ``*`` is special, so the brackets of ``refund [late]`` match
+    themselves)."""
+    return _filter_regex(pattern).search(test_id) is not None
+
+
+@lru_cache(maxsize=32)
+def _filter_regex(pattern: str) -> re.Pattern[str]:
+    if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
+        try:
+            return re.compile(pattern[1:-1])
+        except re.error as exc:
+            raise UsageError(f"--filter {pattern}: not a valid regular expression: {exc}") from None
     if "*" not in pattern:
-        return pattern.casefold() in test_id.casefold()
-    regex = ".*".join(re.escape(part) for part in pattern.split("*"))
-    return re.fullmatch(regex, test_id, re.IGNORECASE | re.DOTALL) is not None
+        return re.compile(re.escape(pattern), re.IGNORECASE)
+    glob = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.compile(rf"\A(?:{glob})\Z", re.IGNORECASE | re.DOTALL)
 
 
 def quarantine_reason(quarantine: Quarantine | None, today: date) -> str | None:

@@ -320,9 +320,14 @@ class Scheduler:
 
     async def _run_spec(self, spec: RunSpec) -> None:
         state = self._states[spec.suite_path]
+        cannot = spec.cannot_run()
         try:
             if self.early_stop is not None and self.early_stop.skip(spec):
                 self.reporter.run_skipped(spec)
+                return
+            if cannot is not None:  # reported as validate warned, without hooks or retries
+                self.reporter.run_started(spec)
+                await self._record(self._error_result(spec, cannot[0], cannot[1], 1), None)
                 return
             setup_error = state.setup_error if state.setup_done else await self._before_all(spec, state)
             attempt = 1

@@ -90,6 +90,16 @@ class RunSpec:
         """A copy whose ``extra`` has these keys too."""
         return self.evolve(extra={**self.extra, **extra})
 
+    def cannot_run(self) -> tuple[str, str] | None:
+        """(why, error kind) when this environment cannot run it (what validate warned about): the run
+        is reported as an error and never started."""
+        why = self.extra.get("unrunnable")
+        return None if why is None else (str(why), str(self.extra.get("unrunnable_kind") or "environment"))
+
+    def unrunnable(self, why: str, kind: str) -> RunSpec:
+        """A copy that ``cannot_run`` for this reason (the first reason given is kept)."""
+        return self if "unrunnable" in self.extra else self.with_extra(unrunnable=why, unrunnable_kind=kind)
+
 
 _FIELDS = frozenset(RunSpec.__dataclass_fields__)
 

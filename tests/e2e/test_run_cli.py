@@ -58,10 +58,13 @@ async def agent() -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-async def tamesu(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+async def tamesu(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, unset: tuple[str, ...] = ()
+) -> tuple[int, str]:
+    full = {k: v for k, v in os.environ.items() if k not in unset}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tamesu", "run", *args,
-        cwd=cwd, env={**os.environ, "NO_COLOR": "1", **(env or {})},
+        cwd=cwd, env={**full, "NO_COLOR": "1", **(env or {})},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await asyncio.wait_for(proc.communicate(), 120)
@@ -121,19 +124,69 @@ async def test_exit_two_on_a_config_error_and_three_when_the_agent_is_down(tmp_p
 
 
 @pytest.mark.integration
-async def test_an_unresolvable_secret_exits_three_naming_it(agent: str, tmp_path: Path) -> None:
+async def test_exit_five_when_the_selection_leaves_no_test(agent: str, tmp_path: Path) -> None:
+    write_suite(tmp_path, agent, "30 days")
+    code, out = await tamesu(tmp_path, "suite.yaml", "--filter", "/^refund$/")
+    assert code == 5, out
+    assert out.strip() == "tamesu: no test selected by --filter /^refund$/"
+    assert not (tmp_path / "tamesu-runs").exists()
+    code, out = await tamesu(tmp_path, "suite.yaml", "--filter", "/^refunds$/", "--json", "out.json")
+    assert code == 0, out
+    assert [t["test_id"] for t in json.loads((tmp_path / "out.json").read_text())["tests"]] == ["refunds"]
+    code, out = await tamesu(tmp_path, "suite.yaml", "--filter", "/[/")
+    assert code == 2 and "--filter /[/: not a valid regular expression" in out, out
+
+
+@pytest.mark.integration
+async def test_a_secret_no_test_uses_never_stops_a_run(agent: str, tmp_path: Path) -> None:
+    write_suite(tmp_path, agent, "30 days")
+    (tmp_path / "tamesu.yaml").write_text("secrets: { AGENT_TOKEN: env:TAMESU_TEST_UNSET_KEY }\n")
+    code, out = await tamesu(tmp_path, "suite.yaml", "--json", "out.json", unset=("TAMESU_TEST_UNSET_KEY",))
+    assert code == 0, out
+    assert "2 passed, 0 failed, 0 errors" in out
+
+
+@pytest.mark.integration
+async def test_an_unset_model_key_secret_stops_only_the_tests_that_need_a_model(
+    agent: str, tmp_path: Path
+) -> None:
     suite = write_suite(tmp_path, agent, "30 days")
     suite.write_text(
-        suite.read_text().replace("suite: cli", "suite: cli\nsecrets: { KEY: env:TAMESU_TEST_UNSET_KEY }")
+        suite.read_text().replace(
+            '[ { contains: "echo: hello" } ]',
+            '[ { contains: "echo: hello" }, { judge: "The agent greets" } ]',
+        )
     )
-    env = {k: v for k, v in os.environ.items() if k != "TAMESU_TEST_UNSET_KEY"}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tamesu", "run", "suite.yaml", cwd=tmp_path, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    out = (await asyncio.wait_for(proc.communicate(), 120))[0].decode()
-    assert proc.returncode == 3, out
-    assert "secret KEY" in out and "TAMESU_TEST_UNSET_KEY is not set" in out
+    (tmp_path / "tamesu.yaml").write_text(
+        "secrets: { KEY: env:TAMESU_TEST_UNSET_KEY }\n"
+        'models: { default: openai/gpt-4.1-mini, credentials: { openai: "{{secrets.KEY}}" } }\n'
+    )
+    code, out = await tamesu(tmp_path, "suite.yaml", unset=("TAMESU_TEST_UNSET_KEY", "OPENAI_API_KEY"))
+    assert code == 3, out
+    assert "1 passed, 0 failed, 1 error" in out
+    assert "ERROR cli / greets" in out and "TAMESU_TEST_UNSET_KEY is not set" in out
+
+
+@pytest.mark.integration
+async def test_a_missing_secret_a_test_uses_makes_that_test_an_error_and_the_rest_run(
+    agent: str, tmp_path: Path
+) -> None:
+    suite = write_suite(tmp_path, agent, "30 days")
+    suite.write_text(
+        suite.read_text()
+        .replace("suite: cli", "suite: cli\nsecrets: { KEY: 'exec:exit 7' }")
+        .replace('{ say: "refund" }', '{ say: "refund {{secrets.KEY}}" }')
+    )
+    code, out = await tamesu(tmp_path, "suite.yaml", "--json", "out.json", "--junit", "junit.xml")
+    assert code == 3, out
+    assert "1 passed, 0 failed, 1 error" in out
+    report = json.loads((tmp_path / "out.json").read_text())
+    runs = [run for test in report["tests"] for run in test["runs"]]
+    errors = {r["run_id"]: r for r in runs if r["outcome"] == "error"}
+    assert set(errors) == {"refunds#1", "refunds#2"}
+    assert all("secret KEY: secret command exited 7" in r["error"] for r in errors.values())
+    assert all(r["turns"] == 0 and r["error_kind"] == "secret" for r in errors.values()), "never started"
+    assert "secret command exited 7" in (tmp_path / "junit.xml").read_text()
 
 
 @pytest.mark.integration

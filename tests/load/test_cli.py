@@ -103,3 +103,35 @@ async def test_an_interrupted_load_test_resumes_to_exactly_its_calls(tmp_path: P
     assert data["totals"]["outcomes"] == {"passed": 40}
     run_ids = [json.loads(line)["run_id"] for line in results.read_text().splitlines()]
     assert sorted(run_ids) == sorted(f"ok@{i}" for i in range(40))
+
+
+async def test_a_test_this_environment_cannot_run_is_reported_once_and_never_called(
+    agent: tuple[str, FaultAgent], tmp_path: Path
+) -> None:
+    url, fault = agent
+    write_suite(
+        tmp_path, url, {"ok": ["hello"], "regional": ['"in {{vars.region}}"']},
+        extra='vars: { region: "${TAMESU_T_UNSET_REGION}" }\n',
+    )  # fmt: skip
+    code, out = await tamesu_load(tmp_path, "suite.yaml", "--no-live", "--calls", "6", "-j", "2")
+    assert code == 0, out
+    assert "not run here: loadtest / regional: suite.yaml:" in out
+    assert "environment variable TAMESU_T_UNSET_REGION is not set" in out
+    assert fault.requests == 6, "every call went to the test that can run"
+    data = report(tmp_path)
+    assert data["totals"]["outcomes"] == {"passed": 6}
+    assert {t["test"]: t["outcomes"] for t in data["tests"]} == {
+        "regional": {"error": 1},
+        "ok": {"passed": 6},
+    }
+
+    code, out = await tamesu_load(tmp_path, "suite.yaml", "-q", "--calls", "6", "--filter", "regional")
+    assert code == 3, out
+    assert fault.requests == 6
+
+
+async def test_exit_five_when_the_selection_leaves_no_test(tmp_path: Path) -> None:
+    write_suite(tmp_path, "http://127.0.0.1:9", {"ok": ["hello"]})
+    code, out = await tamesu_load(tmp_path, "suite.yaml", "--calls", "3", "--tags", "nightly")
+    assert code == 5, out
+    assert "no test selected by --tags nightly" in out

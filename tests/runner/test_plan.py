@@ -10,7 +10,7 @@ import pytest
 
 from tamesu.config import Project, Suite
 from tamesu.config.load import LoadedSuite, load_suite
-from tamesu.errors import ConfigError
+from tamesu.errors import ConfigError, Unrunnable, UsageError
 from tamesu.packs import builtin_pack
 from tamesu.runner.plan import matches_filter, plan, quarantine_reason, red_team_tests, selected
 from tamesu.runner.spec import RunSpec
@@ -218,6 +218,36 @@ def test_filter_on_test_ids(loaded: LoadedSuite) -> None:
         "refund policy [case 2] (es)",
         "from csv [case 2]",
         "from json [case 2]",
+    }
+
+
+def test_filter_between_slashes_is_a_regular_expression(loaded: LoadedSuite) -> None:
+    assert matches_filter("refund policy [late] (es)", r"/^refund .*\(es\)$/")
+    assert not matches_filter("refund policy [late] (es)", "/^Refund/"), "a regex keeps its case"
+    assert matches_filter("refund policy [late] (es)", "/(?i)^REFUND/")
+    assert matches_filter("a/b", "a/b") and matches_filter("/", "/"), "a lone slash is text"
+    ids = {s.test_id for s in plan(loaded, today=TODAY, filter=r"/\[(late|case 2)\] \(es\)$/")}
+    assert ids == {"refund policy [late] (es)", "refund policy [case 2] (es)"}
+    with pytest.raises(UsageError, match=r"--filter /\(/: not a valid regular expression"):
+        matches_filter("x", "/(/")
+
+
+def test_a_run_that_cannot_run_here_is_marked_for_its_test_and_language_only() -> None:
+    loaded = small(
+        [
+            {"name": "call", "target": "api", "languages": ["en", "es"], "scenario": {"goal": "hi"}},
+            {"name": "other", "target": "api", "scenario": {"goal": "hi"}},
+        ]
+    )
+    loaded.unrunnable = [  # type: ignore[attr-defined]
+        Unrunnable("cannot hear es", file="s.yaml", line=3, path="tests[0].languages[1]", tests=(0,),
+                   language="es", kind="extra"),
+    ]  # fmt: skip
+    marks = {s.test_id: s.cannot_run() for s in plan(loaded, today=TODAY)}
+    assert marks == {
+        "call (en)": None,
+        "call (es)": ("s.yaml:3:1: cannot hear es at tests[0].languages[1]", "extra"),
+        "other": None,
     }
 
 
