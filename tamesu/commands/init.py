@@ -33,7 +33,7 @@ tags: [example]
 targets:
   api:
     type: rest
-    url: "${{AGENT_URL:-http://localhost:8080/chat}}"
+    url: "${{AGENT_URL:-http://localhost:8080}}/chat"
     headers: {{ Authorization: "Bearer {{{{secrets.AGENT_TOKEN}}}}" }}
     request:
       body: {{ session_id: "{{{{session}}}}", message: "{{{{message}}}}" }}

@@ -11,30 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tamesu.commands import add_selection_arguments
+from tamesu.commands import add_selection_arguments, fraction, integer, positive_int, positive_number
 
 __all__ = ["add_arguments", "run"]
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _number(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be above 0")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError("must be between 0 and 1")
-    return value
 
 
 def _duration(text: str) -> str:
@@ -61,12 +40,14 @@ def _slo(text: str) -> tuple[str, float]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_selection_arguments(parser)
     size = parser.add_argument_group("load profile (tamesu.yaml load: is the default)")
-    size.add_argument("--calls", type=_positive, metavar="N", help="calls to start in all")
+    size.add_argument("--calls", type=positive_int, metavar="N", help="calls to start in all")
     size.add_argument("--duration", type=_duration, metavar="DURATION", help="how long calls keep arriving")
     pace = size.add_mutually_exclusive_group()
-    pace.add_argument("--rate", type=_number, metavar="PER_S", help="arrivals per second (open model)")
     pace.add_argument(
-        "-j", "--concurrency", type=_positive, metavar="N", help="calls kept in flight (closed model)"
+        "--rate", type=positive_number, metavar="PER_S", help="arrivals per second (open model)"
+    )
+    pace.add_argument(
+        "-j", "--concurrency", type=positive_int, metavar="N", help="calls kept in flight (closed model)"
     )
     size.add_argument(
         "--ramp-up", type=_duration, metavar="DURATION", help="grow from zero to full load over this long"
@@ -75,30 +56,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     size.add_argument("--spike-at", type=_duration, metavar="DURATION", help="spike: when it starts")
     size.add_argument("--spike-duration", type=_duration, metavar="DURATION", help="spike: how long it lasts")
     size.add_argument(
-        "--spike-multiplier", type=_number, metavar="X", help="spike: load multiple (default 3)"
+        "--spike-multiplier", type=positive_number, metavar="X", help="spike: load multiple (default 3)"
     )
     size.add_argument(
         "--arrivals", choices=("poisson", "uniform"), help="with --rate: random or evenly spaced"
     )
     size.add_argument(
-        "--max-in-flight", type=_positive, metavar="N", help="with --rate: shed arrivals beyond N calls"
+        "--max-in-flight", type=positive_int, metavar="N", help="with --rate: shed arrivals beyond N calls"
     )
     size.add_argument(
         "--window", type=_duration, metavar="DURATION", help="report percentiles per window (10s)"
     )
-    size.add_argument("--workers", type=_positive, metavar="N", help="Ray workers (default: one per CPU)")
+    size.add_argument("--workers", type=positive_int, metavar="N", help="Ray workers (default: one per CPU)")
     gates = parser.add_argument_group("gates (exit 1 when one is crossed)")
-    gates.add_argument("--min-pass-rate", type=_fraction, metavar="F", help="least share of calls that pass")
-    gates.add_argument("--max-error-rate", type=_fraction, metavar="F", help="most share of calls that error")
+    gates.add_argument("--min-pass-rate", type=fraction, metavar="F", help="least share of calls that pass")
+    gates.add_argument("--max-error-rate", type=fraction, metavar="F", help="most share of calls that error")
     gates.add_argument(
         "--slo", type=_slo, action="append", metavar="NAME=MAX", help="e.g. turn_latency_ms_p95=2500"
     )
     gates.add_argument(
-        "--max-drift", type=float, metavar="X", help="soak: last window p95 at most X times the first"
+        "--max-drift",
+        type=positive_number,
+        metavar="X",
+        help="soak: last window p95 at most X times the first",
     )
     parser.add_argument("--timeout", type=_duration, metavar="DURATION", help="time limit of every call")
     parser.add_argument(
-        "--seed", type=int, metavar="N", help="seed arrivals, simulated users and {{faker.*}}"
+        "--seed", type=integer, metavar="N", help="seed arrivals, simulated users and {{faker.*}}"
     )
     parser.add_argument("--ray", action="store_true", help="run the calls on an embedded local Ray")
     parser.add_argument("--address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)")

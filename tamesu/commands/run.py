@@ -5,16 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tamesu.commands import add_selection_arguments, split_list
+from tamesu.commands import add_selection_arguments, integer, positive_int, split_list
 
 __all__ = ["add_arguments", "run"]
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _duration(text: str) -> float:
@@ -31,24 +24,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-j",
         "--concurrency",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="runs in flight at once (default: tamesu.yaml, else 4)",
     )
     parser.add_argument(
         "--per-target",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="runs in flight against one target (default: --concurrency)",
     )
     parser.add_argument(
-        "--repeat", type=_positive, metavar="N", help="run every test N times (overrides repeat)"
+        "--repeat", type=positive_int, metavar="N", help="run every test N times (overrides repeat)"
     )
     parser.add_argument(
         "--timeout", type=_duration, metavar="DURATION", help="time limit of every run (e.g. 90s)"
     )
     parser.add_argument(
-        "--seed", type=int, metavar="N", help="seed the simulated users and {{faker.*}} values"
+        "--seed", type=integer, metavar="N", help="seed the simulated users and {{faker.*}} values"
     )
     parser.add_argument("--ray", action="store_true", help="run on an embedded local Ray")
     parser.add_argument("--address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)")

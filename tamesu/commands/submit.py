@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tamesu.commands import positive_number
 from tamesu.untrusted import printable
 
 __all__ = ["add_arguments", "fetch_results", "follow_job", "run"]
@@ -48,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--python", default="python", metavar="EXE", help="python on the cluster (default: python)"
     )
     parser.add_argument(
-        "--entrypoint-num-cpus", type=float, metavar="N", help="CPUs reserved for the job's driver"
+        "--entrypoint-num-cpus", type=positive_number, metavar="N", help="CPUs reserved for the job's driver"
     )
     parser.add_argument(
         "--token",
