@@ -97,7 +97,7 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--filter",
         metavar="TEXT",
-        help="only tests whose id contains TEXT (any case), matches a glob with * or, written /REGEX/, the regex",
+        help="only tests whose id contains TEXT (any case; with * a glob of the whole id; /REGEX/ a regex)",
     )
 
 

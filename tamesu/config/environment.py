@@ -21,13 +21,29 @@ from tamesu.config.yamlload import KeyPath, Positions, format_path
 from tamesu.errors import Unrunnable
 from tamesu.templates import template_names
 
-__all__ = ["Reach", "audio_tests", "check_environment", "unset_variables"]
+__all__ = [
+    "BUILTIN_ADAPTERS",
+    "BUILTIN_EVALUATORS",
+    "Reach",
+    "audio_tests",
+    "check_environment",
+    "unset_variables",
+]
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SHARED = ("hooks", "defaults")
 """Parts of a suite (and of tamesu.yaml) that every test runs."""
 _AUDIO_ONLY = frozenset({"voice", "twilio", "sip"})
 _AUDIO_MODE = frozenset({"realtime", "pipecat", "livekit"})
+BUILTIN_ADAPTERS = frozenset({"rest", "model", "realtime", "pipecat", "voice", "twilio"})
+"""Target types tamesu registers an adapter for, known without importing the registry (a test keeps
+it equal to the registry's built-ins); any other type is looked up in the registry."""
+BUILTIN_EVALUATORS = frozenset({
+    "contains", "not_contains", "regex", "not_regex", "tool_called", "tool_not_called", "tool_sequence",
+    "json_path", "status", "turns", "captured", "handoff", "metric", "golden", "http", "command", "custom",
+    "judge", "similar_to", "grounded", "evaluator", "dtmf_received",
+})  # fmt: skip
+"""Assertion kinds with a built-in evaluator (``tamesu.assertions.BUILTIN``), likewise."""
 
 
 def _strings(value: Any, path: KeyPath) -> Iterator[tuple[KeyPath, str]]:
@@ -246,21 +262,24 @@ def _variables(report: _Report, data: Mapping[str, Any], *, in_project: bool) ->
 
 def _secrets(report: _Report, data: Mapping[str, Any], project: Mapping[str, Any], suite_dir: Path) -> None:
     """``env:`` and ``file:`` secrets the tests use must resolve here; ``exec:`` ones run only in a run."""
+    suite_refs = _mapping(data.get("secrets"))
+    refs = {**_mapping(project.get("secrets")), **suite_refs}
+    used = {
+        name: reached
+        for name, ref in refs.items()
+        if isinstance(ref, str) and ref.split("${", 1)[0].startswith(("env:", "file:"))
+        and (reached := report.reach.tests_using(f"secrets.{name}")) != ()
+    }  # fmt: skip
+    if not used:
+        return
     from tamesu.errors import SecretError
     from tamesu.secrets import Redactor, SecretStore
 
-    suite_refs = _mapping(data.get("secrets"))
-    refs = {**_mapping(project.get("secrets")), **suite_refs}
     variables = {
         k: str(v) for k, v in {**_mapping(project.get("vars")), **_mapping(data.get("vars"))}.items()
     }
     store = SecretStore(refs, redactor=Redactor(), base_dir=suite_dir, vars=variables)
-    for name, ref in refs.items():
-        if not isinstance(ref, str) or not ref.split("${", 1)[0].startswith(("env:", "file:")):
-            continue
-        reached = report.reach.tests_using(f"secrets.{name}")
-        if reached == ():
-            continue
+    for name, reached in used.items():
         try:
             store.get(name)
         except SecretError as exc:
@@ -275,11 +294,13 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 
 def _adapters(report: _Report, data: Mapping[str, Any]) -> None:
-    from tamesu.targets import targets
-
     for name, target in report.reach.targets.items():
         kind = _get(target, "type")
-        if isinstance(kind, str) and kind not in targets:
+        if not isinstance(kind, str) or kind in BUILTIN_ADAPTERS:
+            continue
+        from tamesu.targets import targets
+
+        if kind not in targets:
             report.add(
                 f"the {kind} target type has no adapter in this version of tamesu yet", ("targets", name, "type"),
                 kind="adapter", hint=f"its tests are reported as errors; adapters: {', '.join(targets.names())}",
@@ -287,13 +308,16 @@ def _adapters(report: _Report, data: Mapping[str, Any]) -> None:
 
 
 def _evaluators(report: _Report, data: Mapping[str, Any]) -> None:
-    from tamesu.assertions import assertions
     from tamesu.config.checks import assertion_lists
 
     for path, items in assertion_lists(dict(data)):
         for j, item in enumerate(items):
             for kind in item if isinstance(item, Mapping) else ():
-                if kind not in ("pack", "on_turn") and kind not in assertions:
+                if kind in BUILTIN_EVALUATORS or kind in ("pack", "on_turn"):
+                    continue
+                from tamesu.assertions import assertions
+
+                if kind not in assertions:
                     report.add(
                         f"the {kind} assertion has no evaluator in this version of tamesu yet", (*path, j, kind),
                         kind="adapter", hint="the tests that assert it are reported as errors",

@@ -65,7 +65,8 @@ def _setup(
     wanted = {i for i, spec in zip(tests, specs) if spec.cannot_run() is None}
     values: dict[str, str] = {}
     problems: dict[str, str] = {}
-    for name in sorted(n.partition(".")[2] for n in reach.names_used(wanted) if n.startswith("secrets.")):
+    used = reach.names_used(wanted) if wanted else set()
+    for name in sorted(n.partition(".")[2] for n in used if n.startswith("secrets.")):
         if name not in store.refs:
             continue
         try:

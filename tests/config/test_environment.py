@@ -183,3 +183,13 @@ def test_reach_follows_targets_packs_vars_models_and_shared_parts() -> None:
     assert reach.tests_using("secrets.H") is None
     assert reach.tests_at(("vars", "a"), in_project=True) == (), "the suite's own var wins over tamesu.yaml's"
     assert reach.names_used([3]) == {"secrets.H"}
+
+
+def test_the_built_in_names_validate_knows_are_the_registries_own() -> None:
+    from tamesu.assertions import BUILTIN
+    from tamesu.config.environment import BUILTIN_ADAPTERS, BUILTIN_EVALUATORS
+    from tamesu.registry import Registry
+    from tamesu.targets import targets
+
+    assert BUILTIN_EVALUATORS == set(BUILTIN)
+    assert isinstance(targets, Registry) and BUILTIN_ADAPTERS <= set(targets.names())
