@@ -53,6 +53,7 @@ EXTRAS: dict[str, Extra] = {
         Extra("ray", "tamesu run --ray / --address, tamesu load on a cluster, tamesu submit", ("ray",)),
         Extra("realtime", "realtime targets (websockets, also a base dependency)", ("websockets",)),
         Extra("pipecat", "running Pipecat bots, such as examples/pipecat (pipecat targets need no extra)", ("pipecat",)),
+        Extra("otel", "OpenTelemetry traces of each invocation (telemetry.otlp_endpoint)", ("opentelemetry",)),
         Extra("livekit", "livekit targets, once they have an adapter", ("livekit",)),
         Extra("browser", "browser targets, once they have an adapter"),
         Extra("sip", "sip targets, once they have an adapter"),

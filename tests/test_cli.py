@@ -184,6 +184,7 @@ def test_options_from_tamesu_environment_variables(
         ("load", "TAMESU_MAX_DRIFT", "nan", "expected a number above 0"),
         ("load", "TAMESU_MIN_PASS_RATE", "2", "expected a number between 0 and 1"),
         ("submit", "TAMESU_ENTRYPOINT_NUM_CPUS", "one", "expected a number above 0"),
+        ("history", "TAMESU_LIMIT", "all", "expected a whole number of 1 or more"),
     ],
 )
 def test_a_bad_number_in_a_tamesu_variable_is_a_usage_error_naming_it(

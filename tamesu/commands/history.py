@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tamesu.commands import EXIT_CONFIG, EXIT_OK, split_list, table
+from tamesu.commands import EXIT_CONFIG, EXIT_OK, positive_int, split_list, table
 
 if TYPE_CHECKING:
     from tamesu.history import HistoryDB, Invocation
@@ -19,7 +19,7 @@ __all__ = ["add_arguments", "open_history", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--limit", type=int, default=20, metavar="N", help="how many invocations (default 20)"
+        "--limit", type=positive_int, default=20, metavar="N", help="how many invocations (default 20)"
     )
     parser.add_argument("--suite", action="append", metavar="NAME", help="only invocations of these suites")
     parser.add_argument("--test", metavar="TEST_ID", help="one test's verdicts over the invocations instead")
