@@ -3,6 +3,11 @@
 One small renderer of our own: a template is a dotted name, nothing more. There is no expression
 language and nothing can execute code. A name that is not available where it is rendered is a
 ``TemplateError``; ``template_names`` lets the validator find such names before anything runs.
+
+Values that came from the agent under test (``AGENT_NAMESPACES``) are untrusted: ``render_command``
+never lets one change a shell command's structure (each is offered as an environment variable,
+``env_name``, and spliced only when it holds no shell syntax) and ``render_url`` percent-encodes
+each into the one path segment or query value it stands in.
 """
 
 from __future__ import annotations
@@ -19,14 +24,20 @@ from typing import Any
 from tamesu.errors import TemplateError
 
 __all__ = [
+    "AGENT_NAMESPACES",
     "DYNAMIC_NAMES",
     "NAMESPACES",
     "Scope",
+    "agent_env",
+    "env_name",
     "expand_env",
+    "from_agent",
     "render",
+    "render_command",
     "render_known",
     "render_str",
     "render_text",
+    "render_url",
     "seed_faker",
     "template_names",
 ]
@@ -41,6 +52,11 @@ NAMESPACES = (
 _NAMESPACES = frozenset(NAMESPACES)
 DYNAMIC_NAMES = ("uuid", "now")
 """Names computed at each rendering."""
+AGENT_NAMESPACES = ("captured", "session", "sent", "args")
+"""Namespaces whose members come from the agent under test: what it said (``captured``), what its
+session and message answers held (``session.NAME``, ``sent.NAME``), the arguments of its tool calls
+(``args``). The bare ``{{session}}`` is the run's own id."""
+_AGENT = frozenset(AGENT_NAMESPACES)
 
 
 def expand_env(text: str, env: Mapping[str, str] | None = None) -> str:
@@ -260,3 +276,111 @@ def template_names(template: Any) -> list[str]:
         for v in template:
             out.extend(template_names(v))
     return out
+
+
+def from_agent(name: str) -> bool:
+    """Whether the template name ``name`` stands for a value the agent under test chose."""
+    ns, dot, _ = name.partition(".")
+    return bool(dot) and ns in _AGENT
+
+
+_NOT_ENV = re.compile(r"[^A-Z0-9]+")
+
+
+def env_name(name: str) -> str:
+    """The environment variable a command reads ``name`` from: ``captured.order_id`` ->
+    ``TAMESU_CAPTURED_ORDER_ID`` (upper case; every run of other characters becomes one ``_``)."""
+    return "TAMESU_" + _NOT_ENV.sub("_", name.upper()).strip("_")
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+def agent_env(scope: Scope, extra: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Every agent value ``scope`` holds (and ``extra``, by template name) as environment variables."""
+    values = {k: v for k, v in scope.flat().items() if from_agent(k)}
+    values.update(extra or {})
+    return {env_name(k): _as_text(v) for k, v in values.items() if not callable(v)}
+
+
+_SHELL_INERT = re.compile(r"[\w@%+=:,./-]+")
+"""Characters no POSIX shell gives a meaning to inside a word, in or out of quotes."""
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+
+
+def _shell_syntax(text: str) -> str | None:
+    """Why ``text`` cannot stand as it is in a command line (None: it can)."""
+    if not text:
+        return "is empty, which would drop a word"
+    if not _SHELL_INERT.fullmatch(text):
+        return "holds shell syntax"
+    if _ASSIGNMENT.match(text):
+        return "reads as a variable assignment"
+    return None
+
+
+def _pieces(text: str) -> tuple[str, ...]:
+    """Literal text and names alternating, as ``_parse`` gives them, for a string of any form."""
+    parsed = _parse(text)
+    return ("", parsed, "") if isinstance(parsed, str) else parsed
+
+
+def render_command(template: Any, scope: Scope) -> tuple[str, dict[str, str]]:
+    """A shell command line and the environment of agent values it runs with.
+
+    Every agent value of ``scope`` is offered as ``$TAMESU_<NAMESPACE>_<NAME>``. A template of one
+    spliced into the line itself is kept only when the value has no shell syntax (``ORD-123``);
+    otherwise a TemplateError says to read the variable instead, so an agent's answer can never add
+    a command, a redirection or a word to the line.
+    """
+    env = agent_env(scope)
+    text = template if isinstance(template, str) else _as_text(template)
+    if "{{" not in text:
+        return text, env
+    parts = _pieces(text)
+    out = [parts[0]]
+    for i in range(1, len(parts), 2):
+        name = parts[i]
+        value = _as_text(scope.lookup(name))
+        if from_agent(name):
+            env[env_name(name)] = value
+            why = _shell_syntax(value)
+            if why is not None:
+                raise TemplateError(
+                    f"{{{{{name}}}}} came from the agent and {why} ({_shown(value)}), so it is not "
+                    f'put into the command line: write "${env_name(name)}" in the command instead'
+                )
+        out += [value, parts[i + 1]]
+    return "".join(out), env
+
+
+def render_url(template: Any, scope: Scope) -> str:
+    """A URL with every agent value percent-encoded (``/`` ``?`` ``#`` ``&`` included), so it stays
+    the one path segment or query value it stands in; ``.`` and ``..`` are refused."""
+    from urllib.parse import quote
+
+    text = template if isinstance(template, str) else _as_text(template)
+    if "{{" not in text:
+        return text
+    parts = _pieces(text)
+    out = [parts[0]]
+    for i in range(1, len(parts), 2):
+        name = parts[i]
+        value = _as_text(scope.lookup(name))
+        if from_agent(name):
+            if value in (".", ".."):
+                raise TemplateError(
+                    f"{{{{{name}}}}} came from the agent and is {value!r}, which would move up the URL's path"
+                )
+            value = quote(value, safe="")
+        out += [value, parts[i + 1]]
+    return "".join(out)
+
+
+def _shown(value: str, limit: int = 60) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "…")

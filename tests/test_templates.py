@@ -5,7 +5,17 @@ import re
 import pytest
 
 from tamesu.errors import TemplateError
-from tamesu.templates import Scope, expand_env, render, render_text, seed_faker, template_names
+from tamesu.templates import (
+    Scope,
+    env_name,
+    expand_env,
+    render,
+    render_command,
+    render_text,
+    render_url,
+    seed_faker,
+    template_names,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -84,3 +94,25 @@ def test_expand_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert expand_env("${NOPE_VAR:-http://b}") == "http://b"
     with pytest.raises(TemplateError, match="NOPE_VAR"):
         expand_env("${NOPE_VAR}")
+
+
+def test_env_name_is_the_namespace_and_name_in_upper_case() -> None:
+    assert env_name("captured.order_id") == "TAMESU_CAPTURED_ORDER_ID"
+    assert env_name("session.user-id") == "TAMESU_SESSION_USER_ID"
+    assert env_name("args.customer.email") == "TAMESU_ARGS_CUSTOMER_EMAIL"
+
+
+def test_render_command_splices_only_inert_agent_values_and_offers_all_in_the_env() -> None:
+    scope = Scope({"vars": {"flag": "-v; ls"}, "captured": {"id": "ORD-7", "note": "a b"}, "session": "s-1"})
+    line, env = render_command("check {{vars.flag}} {{captured.id}} {{session}}", scope)
+    assert line == "check -v; ls ORD-7 s-1"  # the suite's own values are the suite's business
+    assert env == {"TAMESU_CAPTURED_ID": "ORD-7", "TAMESU_CAPTURED_NOTE": "a b"}
+    for value, why in [("a b", "shell syntax"), ("", "is empty"), ("LD_PRELOAD=x.so", "assignment")]:
+        bad = Scope({"captured": {"id": value}})
+        with pytest.raises(TemplateError, match=why):
+            render_command("check {{captured.id}}", bad)
+
+
+def test_render_url_encodes_agent_values_only() -> None:
+    scope = Scope({"vars": {"base": "http://h/a?x=1"}, "captured": {"id": "1/2?3&4=5#6"}})
+    assert render_url("{{vars.base}}&id={{captured.id}}", scope) == "http://h/a?x=1&id=1%2F2%3F3%264%3D5%236"

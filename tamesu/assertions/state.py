@@ -4,6 +4,10 @@ What the agent said is only half a test; these check what it did. Templates rend
 vars, captured values and secrets. A backend that cannot be reached, or a command that does not
 finish in time, makes the result an infrastructure error rather than a failure; a wrong status,
 body or exit code is a failure. Every message and value passes through the run's redactor.
+
+Values the agent chose never change a command's structure or a URL's shape: the command reads them
+as ``$TAMESU_CAPTURED_NAME`` (``render_command``) and a URL carries them percent-encoded
+(``render_url``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.assertions.compare import given, json_equal, redacted, shorten, text_pattern
 from tamesu.durations import parse_duration
 from tamesu.errors import TamesuError
-from tamesu.templates import render, render_text
+from tamesu.templates import agent_env, render, render_command, render_text, render_url
 
 __all__ = ["check_output", "command_state", "http_state"]
 
@@ -71,7 +75,7 @@ def _check_json(spec: Any, body: str) -> str | None:
 async def http_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
     """A request to your backend answers with the expected status and body."""
     try:
-        url = render_text(_get(spec, "url"), ctx.scope)
+        url = render_url(_get(spec, "url"), ctx.scope)
         method = render_text(_get(spec, "method", "GET"), ctx.scope).upper() or "GET"
         headers = {str(k): render_text(v, ctx.scope) for k, v in (_get(spec, "headers") or {}).items()}
         body = render(_get(spec, "body"), ctx.scope)
@@ -120,9 +124,12 @@ async def http_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
     )
 
 
-def _env(ctx: AssertionContext) -> dict[str, str]:
+def _env(ctx: AssertionContext, agent: dict[str, str]) -> dict[str, str]:
+    """The environment, the run's names, and every value the agent gave (its captures first)."""
     env = dict(os.environ)
     t = ctx.transcript
+    env.update(agent_env(ctx.scope, {f"captured.{k}": v for k, v in t.captures.items()}))
+    env.update(agent)
     env.update({"TAMESU_SESSION": t.session, "TAMESU_TEST": t.test, "TAMESU_RUN_ID": t.run_id})
     return env
 
@@ -140,10 +147,11 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 async def command_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
     """A shell command (``sh -c`` in the suite's folder) exits as expected and prints the expected text.
 
-    The command sees TAMESU_SESSION, TAMESU_TEST and TAMESU_RUN_ID besides the environment.
+    The command sees TAMESU_SESSION, TAMESU_TEST and TAMESU_RUN_ID besides the environment, and each
+    value the agent gave as TAMESU_CAPTURED_NAME (TAMESU_SESSION_NAME, ...).
     """
     try:
-        cmd = render_text(_get(spec, "run"), ctx.scope)
+        cmd, agent = render_command(_get(spec, "run"), ctx.scope)
     except TamesuError as exc:
         return redacted(AssertionResult.failed_to_evaluate(f"command state check: {exc}"), ctx)
     timeout = _timeout(spec)
@@ -153,7 +161,7 @@ async def command_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
             "-c",
             cmd,
             cwd=str(ctx.suite_dir),
-            env=_env(ctx),
+            env=_env(ctx, agent),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tamesu.durations import parse_duration
 from tamesu.errors import HookError
-from tamesu.templates import render, render_text
+from tamesu.templates import render, render_command, render_text, render_url
 
 if TYPE_CHECKING:
     import httpx
@@ -141,7 +141,7 @@ async def run_hook(
 async def _run_command(
     command: str, scope: Scope, env: Mapping[str, str], cwd: Path, timeout: float, redactor: Redactor
 ) -> HookOutcome:
-    text = render_text(command, scope)
+    text, agent = render_command(command, scope)
     label = redactor.redact(f"command {text}")
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = await asyncio.create_subprocess_exec(
@@ -149,7 +149,7 @@ async def _run_command(
             "-c",
             text,
             cwd=cwd,
-            env={**os.environ, **env},
+            env={**os.environ, **agent, **env},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -196,7 +196,7 @@ async def _run_http(
     from tamesu.http import describe_http_error, is_timeout, make_client
 
     method = (trigger.method or "POST").upper()
-    url = render_text(trigger.url, scope)
+    url = render_url(trigger.url, scope)
     label = redactor.redact(f"http {method} {url}")
     headers = {k: render_text(v, scope) for k, v in (trigger.headers or {}).items()}
     body: dict[str, Any] = {}

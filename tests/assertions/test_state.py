@@ -45,6 +45,10 @@ async def _echo(request: web.Request) -> web.Response:
     return web.Response(text=json.dumps(echoed))
 
 
+async def _seen(request: web.Request) -> web.Response:
+    return web.json_response({"path": request.raw_path.split("?")[0], "q": request.query.getall("q")})
+
+
 async def _plain(request: web.Request) -> web.Response:
     return web.Response(text="ledger: ORD-1 credited\n")
 
@@ -62,6 +66,7 @@ async def admin_url() -> AsyncIterator[str]:
     app.router.add_get("/orders/{id}", _order)
     app.router.add_route("*", "/echo", _echo)
     app.router.add_get("/plain", _plain)
+    app.router.add_get("/seen/{tail:.*}", _seen)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -249,3 +254,71 @@ async def test_command_runs_in_the_suite_folder(check: Check, scope: Scope, tmp_
     sub.mkdir()
     result = await check({"command": {"run": "pwd", "contains": str(sub)}}, RUN, scope=scope, suite_dir=sub)
     assert result.passed, result.message
+
+
+HOSTILE = [
+    "ORD-1; touch {marker}",
+    "$(touch {marker})",
+    "`touch {marker}`",
+    "x' ; touch {marker}; echo '",
+    'x" ; touch {marker}; echo "',
+    "ORD-1\ntouch {marker}",
+    "ORD-1 && touch {marker}",
+]
+
+
+@pytest.mark.parametrize(
+    "template", ["echo {{captured.order_id}}", "echo '{{captured.order_id}}'", 'echo "{{captured.order_id}}"']
+)
+@pytest.mark.parametrize("hostile", HOSTILE)
+async def test_an_agent_value_with_shell_syntax_is_refused_not_run(
+    check: Check, tmp_path: Path, template: str, hostile: str
+) -> None:
+    marker = tmp_path / "pwned"
+    value = hostile.format(marker=marker)
+    agent = Scope({"captured": {"order_id": value}})
+    result = await check(
+        {"command": {"run": template}}, convo("agent: hi", captures={"order_id": value}), scope=agent
+    )
+    assert result.error and not result.passed
+    assert "came from the agent" in result.message and '"$TAMESU_CAPTURED_ORDER_ID"' in result.message
+    assert not marker.exists()
+
+
+async def test_a_command_reads_agent_values_from_its_environment(check: Check, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    value = f"ORD-1; touch {marker}"
+    agent = Scope({"captured": {"order_id": value}, "session.token": "t k"})
+    run = convo("agent: hi", captures={"order_id": value, "refund": "$(touch x)"})
+    result = await check(
+        {
+            "command": {
+                "run": 'printf "%s|%s|%s" "$TAMESU_CAPTURED_ORDER_ID" "$TAMESU_CAPTURED_REFUND" "$TAMESU_SESSION_TOKEN"'
+            }
+        },
+        run,
+        scope=agent,
+    )
+    assert result.passed, result.message
+    assert result.actual["output"] == f"{value}|$(touch x)|t k"
+    assert not marker.exists() and not (tmp_path / "x").exists()
+
+
+async def test_an_agent_value_without_shell_syntax_is_still_spliced(check: Check) -> None:
+    agent = Scope({"captured": {"order_id": "ORD-123"}})
+    result = await check(
+        {"command": {"run": "echo id={{captured.order_id}}", "contains": "id=ORD-123"}}, RUN, scope=agent
+    )
+    assert result.passed, result.message
+
+
+async def test_an_agent_value_is_percent_encoded_into_the_url(check: Check, scope: Scope) -> None:
+    hostile = Scope({"captured": {"order_id": "ORD-1/../../admin?all=1#x"}}, parent=scope)
+    item = {"http": {"url": "{{vars.admin_url}}/seen/{{captured.order_id}}?q={{captured.order_id}}&v=1"}}
+    result = await check(item, RUN, scope=hostile)
+    assert result.passed, result.message
+    seen = json.loads(result.actual["body"])
+    assert seen["path"] == "/seen/ORD-1%2F..%2F..%2Fadmin%3Fall=1%23x"
+    assert seen["q"] == ["ORD-1/../../admin?all=1#x"]
+    up = await check(item, RUN, scope=Scope({"captured": {"order_id": ".."}}, parent=scope))
+    assert up.error and "move up the URL's path" in up.message

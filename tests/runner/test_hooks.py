@@ -117,6 +117,7 @@ async def admin_server() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
             {
                 "method": request.method,
                 "path": request.path,
+                "raw": request.raw_path,
                 "headers": dict(request.headers),
                 "body": await request.text(),
             }
@@ -226,3 +227,35 @@ async def test_a_template_that_cannot_render_fails_the_hook(tmp_path: Path) -> N
     outcome = await run_hook(hook, scope=scope(), env=ENV, suite_dir=tmp_path, redactor=Redactor())
     assert not outcome.ok and outcome.hook == "command"
     assert outcome.message.startswith("TemplateError: {{vars.missing}} is not available here")
+
+
+@pytest.mark.integration
+async def test_an_agent_value_with_shell_syntax_never_runs_in_a_hook(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    agent = scope(captured={"order_id": f"ORD-1; touch {marker}"})
+    spliced = await run_hook(
+        Hook(command="echo {{captured.order_id}}"),
+        scope=agent,
+        env=ENV,
+        suite_dir=tmp_path,
+        redactor=Redactor(),
+    )
+    assert not spliced.ok and "$TAMESU_CAPTURED_ORDER_ID" in spliced.message
+    read = Hook(command='printf %s "$TAMESU_CAPTURED_ORDER_ID" > out.txt')
+    outcome = await run_hook(read, scope=agent, env=ENV, suite_dir=tmp_path, redactor=Redactor())
+    assert outcome.ok, outcome.message
+    assert (tmp_path / "out.txt").read_text() == f"ORD-1; touch {marker}"
+    assert not marker.exists()
+
+
+@pytest.mark.integration
+async def test_an_agent_value_is_one_encoded_segment_of_an_http_hook_url(
+    admin_server: tuple[str, list[dict[str, Any]]],
+) -> None:
+    base, seen = admin_server
+    s = Scope({"vars": {"admin_url": base}, "session.user": "u1/../../admin?drop=1#x"})
+    hook = Hook.model_validate({"http": {"url": "{{vars.admin_url}}/users/{{session.user}}?v=1"}})
+    outcome = await run_hook(hook, scope=s, env=ENV, suite_dir=".", redactor=Redactor())
+    assert outcome.ok, outcome.message
+    [req] = seen
+    assert req["raw"] == "/users/u1%2F..%2F..%2Fadmin%3Fdrop=1%23x?v=1"
