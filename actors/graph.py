@@ -111,6 +111,7 @@ class RunGraph:
             clock=self.clock,
             captures=list(getattr(spec.test, "capture", None) or []),
             handoff_signal=getattr(spec.target, "handoff", None),
+            limits=spec.limits,
             **self._opts,
         )
         self.adapter: TargetAdapter | None = None
@@ -200,6 +201,7 @@ class RunGraph:
             models=self.router,
             ledger=self.ledger,
             fuzz=dict(getattr(spec.test, "fuzz_tools", None) or {}),
+            limits=spec.limits,
             extra={"spec": spec, "output_dir": self.services.output_dir},
         )
         self.adapter = _adapter(target, ctx)

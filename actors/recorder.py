@@ -4,6 +4,10 @@ It is the one place a transcript is written, so every target fills the same stru
 turn per ``UserTurn``; an agent turn per ``AgentTurn`` with the tool calls, raw responses and
 status that came before it; the handoff; and the test's captures, applied to each agent turn as
 it arrives so that later user turns can say ``{{captured.NAME}}``.
+
+It also bounds what a transcript holds of the agent (``Limits``): a turn's text past ``turn_text``
+ends the run with a limit error (the text kept up to the limit), and raw answers past
+``transcript_size`` are stored as ``{"truncated": true, "bytes": N, "head": ...}`` marks.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
+from tamesu.limits import DEFAULT_LIMITS, LimitExceeded, Limits, payload_head, payload_size
 from tamesu.transcript import AudioSegment, HandoffInfo, ToolCallRecord, Transcript, Turn
 from tamesu.untrusted import loads_json
 
@@ -83,6 +88,7 @@ class Recorder(Actor):
         clock: Clock,
         captures: Sequence[Any] = (),
         handoff_signal: Any = None,
+        limits: Limits = DEFAULT_LIMITS,
         **actor_options: Any,
     ) -> None:
         super().__init__(**actor_options)
@@ -93,6 +99,12 @@ class Recorder(Actor):
         self._extracts = bool(self.captures) and any(getattr(cap, "extract", None) for cap in self.captures)
         """Some capture needs a model (``extract``): only then is an agent turn awaited for it."""
         self.handoff_signal = handoff_signal
+        self.limits = limits
+        self._text = 0
+        """Characters of the agent's text in the turn being received."""
+        self._stored = 0
+        """Bytes of raw answers the transcript holds."""
+        self._truncated = False
         self.finished = asyncio.Event()
         """Set when the session ended or failed."""
         self.error: ErrorMsg | None = None
@@ -187,7 +199,18 @@ class Recorder(Actor):
 
     def _partial(self, msg: AgentPartial) -> None:
         self._heard(msg.at)
+        self._text += len(msg.text)
+        over = self._text - self.limits.turn_text
+        if over > 0:
+            self._partials.append(msg.text[: len(msg.text) - over])
+            raise self._too_much_text(self._agent_turns + 1)
         self._partials.append(msg.text)
+
+    def _too_much_text(self, turn: int) -> LimitExceeded:
+        return LimitExceeded(
+            f"agent turn {turn} gathered more than {self.limits.turn_text} characters of text",
+            setting="turn_text",
+        )
 
     def _tool_call(self, msg: ToolCall) -> None:
         self._heard(msg.at)
@@ -202,7 +225,7 @@ class Recorder(Actor):
 
     def _raw_response(self, msg: RawResponse) -> None:
         self._heard(msg.at)
-        self._raw.append(msg.body)
+        self._raw.append(self._kept(msg.body))
         if msg.status is not None:
             self._status = msg.status
 
@@ -228,11 +251,33 @@ class Recorder(Actor):
     def _event(self, msg: Event) -> None:
         self.transcript.events.append({**msg.data, "type": msg.name, "at": msg.at})
 
+    def _kept(self, body: Any) -> Any:
+        """``body``, or its truncation mark once the transcript holds ``transcript_size`` bytes of raw answers."""
+        size = payload_size(body)
+        if self._stored + size <= self.limits.transcript_size:
+            self._stored += size
+            return body
+        if not self._truncated:
+            self._truncated = True
+            self.transcript.events.append(
+                {
+                    "type": "truncated",
+                    "at": self.clock.now(),
+                    "what": "raw",
+                    "limit": self.limits.transcript_size,
+                }
+            )
+        return {"truncated": True, "bytes": size, "head": payload_head(body, 200)}
+
     def _agent_turn(self, msg: AgentTurn, *, complete: bool = True) -> None:
+        text = msg.text or "".join(self._partials)
+        too_long = len(text) > self.limits.turn_text
+        if too_long:
+            text = text[: self.limits.turn_text]
         self._agent_turns += 1
         turn = Turn(
             role="agent",
-            text=msg.text or "".join(self._partials),
+            text=text,
             index=self._agent_turns,
             tool_calls=self._tools,
             raw=self._raw,
@@ -259,6 +304,9 @@ class Recorder(Actor):
         self._status = None
         self._turn_started = None
         self._handoff_this_turn = False
+        self._text = 0
+        if too_long and complete:
+            raise self._too_much_text(turn.index)
 
     def _capture(self, turn: Turn) -> None:
         for cap in self.captures:

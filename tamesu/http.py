@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import httpx
 
     from tamesu.http1 import Answer
+    from tamesu.limits import Limits
 
 __all__ = [
     "FastLane",
@@ -195,9 +196,11 @@ class FastLane:
         data: bytes | None,
         *,
         on_status: Callable[[int], None] | None = None,
+        limits: Limits | None = None,
     ) -> Awaitable[Answer]:
-        """The whole answer (status, headers, decoded body); errors come as httpx exceptions."""
-        return self.pool.request(method, url, headers, data, on_status=on_status)
+        """The whole answer (status, headers, decoded body); errors come as httpx exceptions, an
+        answer over ``limits.answer_size`` as ``LimitExceeded``."""
+        return self.pool.request(method, url, headers, data, on_status=on_status, limits=limits)
 
 
 def fast_lane(client: httpx.AsyncClient) -> FastLane | None:

@@ -12,6 +12,8 @@ Errors are httpx's, raised as its transports raise them, so callers handle one f
 ``RemoteProtocolError`` (the agent closed the connection before a whole answer, or sent something
 that is not HTTP; a close before any byte has a ``ConnectionResetError`` cause) and
 ``LocalProtocolError`` (a header that cannot be sent). A cancelled exchange closes its connection.
+An answer longer than the request's ``limits.answer_size`` (counted as it arrives, and again once
+decompressed) is a ``LimitExceeded`` and its connection is closed, so an endless body costs no more.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any, NamedTuple
 import httptools
 import httpx
 from multidict import CIMultiDict
+
+from tamesu.limits import Limits
 
 __all__ = ["Answer", "Pool"]
 
@@ -114,6 +118,9 @@ class _Connection(asyncio.Protocol):
         self.status = 0
         self.raw_headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
+        self.body_size = 0
+        self.max_body: int | None = None
+        self.too_large = False
         self.received = False
         self.headers_done = False
         self.closed = False
@@ -125,6 +132,8 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.received = True
+        if self.too_large:
+            return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -163,9 +172,27 @@ class _Connection(asyncio.Protocol):
         self.headers_done = True
         if self.on_status is not None:
             self.on_status(self.status)
+        if self.max_body is not None:
+            for name, value in self.raw_headers:
+                if name.lower() == b"content-length" and value.strip().isdigit():
+                    if int(value) > self.max_body:
+                        self._refuse()
 
     def on_body(self, body: bytes) -> None:
+        if self.too_large:
+            return
+        self.body_size += len(body)
+        if self.max_body is not None and self.body_size > self.max_body:
+            self._refuse()
+            return
         self.body.append(body)
+
+    def _refuse(self) -> None:
+        """The answer is over the size allowed: stop reading it and fail the exchange."""
+        self.too_large = True
+        self.body = []
+        self._fail(_TooLarge())
+        self.abort()
 
     def on_message_complete(self) -> None:
         if self.status < 200:  # an interim answer (100 Continue): the real one follows
@@ -187,7 +214,7 @@ class _Connection(asyncio.Protocol):
             (k.decode("latin-1"), v.decode("latin-1")) for k, v in self.raw_headers
         )
         content = self.body[0] if len(self.body) == 1 else b"".join(self.body)
-        self.raw_headers, self.body, self.headers_done = [], [], False
+        self.raw_headers, self.body, self.headers_done, self.body_size = [], [], False, 0
         if not keep_alive:
             self.close()
         if waiter is not None and not waiter.done():
@@ -198,9 +225,10 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
 
-    def start(self, on_status: Callable[[int], None] | None) -> asyncio.Future[Answer]:
+    def start(self, on_status: Callable[[int], None] | None, max_body: int | None) -> asyncio.Future[Answer]:
         self.waiter = self.pool.loop.create_future()
         self.on_status = on_status
+        self.max_body = max_body
         self.status, self.received, self.headers_done = 0, False, False
         self.uses += 1
         return self.waiter
@@ -214,16 +242,48 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
 
-def _decoded(status: int, headers: CIMultiDict[str], content: bytes) -> bytes:
-    """The body as httpx would give it: gzip, deflate (and br, zstd when installed) undone."""
+class _TooLarge(Exception):
+    """An answer went past the exchange's ``max_body`` (``Pool.request`` says where)."""
+
+
+def _decoded(status: int, headers: CIMultiDict[str], content: bytes, max_body: int | None) -> bytes:
+    """The body as httpx would give it: gzip, deflate (and br, zstd when installed) undone; gzip
+    and deflate decompress no further than ``max_body`` (a small bomb cannot fill the memory)."""
     encoding = headers.get("content-encoding")
     if not encoding or encoding.strip().lower() == "identity" or not content:
         return content
+    codings = [c.strip().lower() for c in encoding.split(",")]
+    if max_body is not None and all(c in ("gzip", "x-gzip", "deflate") for c in codings):
+        return _inflated(content, codings, max_body)
     response = httpx.Response(status, headers=list(headers.items()), stream=httpx.ByteStream(content))
     try:
-        return response.read()
+        data = response.read()
     except httpx.DecodingError as exc:
         raise httpx.RemoteProtocolError(f"the answer's body cannot be decoded: {exc}") from exc
+    if max_body is not None and len(data) > max_body:
+        raise _TooLarge
+    return data
+
+
+def _inflated(content: bytes, codings: list[str], max_body: int) -> bytes:
+    """gzip / deflate undone in the reverse order they were applied, each at most ``max_body`` long."""
+    import zlib
+
+    for coding in reversed(codings):
+        if coding == "deflate":
+            # zlib-wrapped as the standard says, or raw deflate as some servers send it
+            wbits = zlib.MAX_WBITS if content[:1] and (content[0] & 0x0F) == 8 else -zlib.MAX_WBITS
+        else:
+            wbits = zlib.MAX_WBITS | 16
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out = inflater.decompress(content, max_body + 1)
+        except zlib.error as exc:
+            raise httpx.RemoteProtocolError(f"the answer's body cannot be decoded: {exc}") from exc
+        if len(out) > max_body or inflater.unconsumed_tail:
+            raise _TooLarge
+        content = out
+    return content
 
 
 class Pool:
@@ -262,9 +322,11 @@ class Pool:
         body: bytes | None = None,
         *,
         on_status: Callable[[int], None] | None = None,
+        limits: Limits | None = None,
     ) -> Answer:
         """Send one request and read its whole answer. ``on_status`` is called with the status
         as soon as the headers of the final answer have arrived (for time to first byte).
+        An answer over ``limits.answer_size`` is a ``LimitExceeded`` (None: no limit).
         HEAD is not taken: llhttp cannot be told that its answer has no body."""
         if method == "HEAD":
             raise ValueError("HEAD requests go through httpx, not the fast lane")
@@ -275,14 +337,18 @@ class Pool:
             body = b""
         head = _head(method, target, headers, None if body is None else len(body))
         payload = head + body if body else head
+        max_body = None if limits is None else limits.answer_size
         while True:
             conn = await self._acquire(target)
             reused = conn.uses > 0
-            waiter = conn.start(on_status)
+            waiter = conn.start(on_status, max_body)
             self._active.add(conn)
             try:
                 conn.transport.write(payload)  # type: ignore[union-attr]
                 answer = await waiter
+            except _TooLarge:
+                conn.abort()
+                raise limits.too_large(f"the answer from {url}") from None  # type: ignore[union-attr]
             except httpx.RemoteProtocolError:
                 conn.abort()
                 if reused and not conn.received and method in IDEMPOTENT:
@@ -295,7 +361,11 @@ class Pool:
                 self._active.discard(conn)
             self._park(target, conn)
             if "content-encoding" in answer.headers:
-                return answer._replace(content=_decoded(answer.status, answer.headers, answer.content))
+                try:
+                    content = _decoded(answer.status, answer.headers, answer.content, max_body)
+                except _TooLarge:
+                    raise limits.too_large(f"the answer from {url}") from None  # type: ignore[union-attr]
+                return answer._replace(content=content)
             return answer
 
     async def _acquire(self, target: _Target) -> _Connection:

@@ -91,3 +91,27 @@ async def test_nested_limits_report_the_one_that_expired() -> None:
     assert await within(inner(), 5.0) == "inner timed out"
     with pytest.raises(TimeoutError):
         await within(within(never.wait(), 5.0), 0.02)
+
+
+async def test_a_reader_whose_next_message_is_always_ready_still_ends_at_the_outer_limit() -> None:
+    """asyncio.wait_for before Python 3.12 returns the message when the caller is cancelled as it
+    arrives, losing the cancellation: an endless stream then outlived the run's timeout."""
+    queue: asyncio.Queue[int] = asyncio.Queue()
+
+    async def feed() -> None:
+        while True:
+            queue.put_nowait(1)
+            await asyncio.sleep(0)
+
+    async def read() -> None:
+        while True:
+            await within(queue.get(), 5.0)
+
+    feeder = asyncio.create_task(feed())
+    try:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(TimeoutError):
+            await within(read(), 0.05)
+        assert asyncio.get_running_loop().time() - started < 2.0
+    finally:
+        feeder.cancel()

@@ -991,6 +991,7 @@ _K109 = frozenset(
         "defaults",
         "history",
         "hooks",
+        "limits",
         "livekit",
         "load",
         "models",
@@ -1006,13 +1007,15 @@ _K109 = frozenset(
 )
 _K110 = frozenset(("enabled", "flaky_window", "path"))
 _K111 = frozenset(("after_all", "before_all"))
-_K112 = frozenset(("api_key", "api_secret", "url"))
-_K113 = frozenset(("api_key", "base_url"))
-_K114 = frozenset(("inbound_number", "outbound_trunk_id"))
-_K115 = frozenset(("confidence", "early_stop", "pass_k", "threshold_on"))
-_K116 = frozenset(("alpha", "beta", "enabled", "indifference"))
-_K117 = frozenset(("lower_bound", "rate"))
-_K118 = frozenset(("otlp_endpoint", "service_name"))
+_K112 = frozenset(("answer_size", "json_depth", "transcript_size", "turn_text"))
+_P113 = re.compile("^\\s*[0-9]+(\\.[0-9]+)?\\s*([kKmMgG]i?[bB]|[bB])?\\s*\\Z")
+_K114 = frozenset(("api_key", "api_secret", "url"))
+_K115 = frozenset(("api_key", "base_url"))
+_K116 = frozenset(("inbound_number", "outbound_trunk_id"))
+_K117 = frozenset(("confidence", "early_stop", "pass_k", "threshold_on"))
+_K118 = frozenset(("alpha", "beta", "enabled", "indifference"))
+_K119 = frozenset(("lower_bound", "rate"))
+_K120 = frozenset(("otlp_endpoint", "service_name"))
 
 
 def _n2(x: Any) -> bool:
@@ -5138,10 +5141,60 @@ def _n399(x: Any) -> bool:
     return False
 
 
-def _d_LiveKitConfig(x: Any) -> bool:
+def _n401(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if _P113.search(x) is None:
+        return False
+    return True
+
+
+def _n402(x: Any) -> bool:
+    if type(x) is int:
+        return True
+    if _n401(x):
+        return True
+    return False
+
+
+def _n403(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if not (x >= 1):
+        return False
+    if not (x <= 500):
+        return False
+    return True
+
+
+def _d_LimitsConfig(x: Any) -> bool:
     if type(x) is not dict:
         return False
     if not x.keys() <= _K112:
+        return False
+    if "answer_size" in x and not _n402(x["answer_size"]):
+        return False
+    if "json_depth" in x and not _n403(x["json_depth"]):
+        return False
+    if "transcript_size" in x and not _n402(x["transcript_size"]):
+        return False
+    if "turn_text" in x and not _n3(x["turn_text"]):
+        return False
+    return True
+
+
+def _n404(x: Any) -> bool:
+    if _d_LimitsConfig(x):
+        return True
+    if x is None:
+        return True
+    return False
+
+
+def _d_LiveKitConfig(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not x.keys() <= _K114:
         return False
     if "api_key" in x and not _n12(x["api_key"]):
         return False
@@ -5152,7 +5205,7 @@ def _d_LiveKitConfig(x: Any) -> bool:
     return True
 
 
-def _n401(x: Any) -> bool:
+def _n406(x: Any) -> bool:
     if _d_LiveKitConfig(x):
         return True
     if x is None:
@@ -5164,7 +5217,7 @@ def _d_LoadProfile(x: Any) -> bool:
     return False
 
 
-def _n403(x: Any) -> bool:
+def _n408(x: Any) -> bool:
     if _d_LoadProfile(x):
         return True
     if x is None:
@@ -5177,7 +5230,7 @@ def _d_ProviderConfig(x: Any) -> bool:
         return False
     if "base_url" not in x:
         return False
-    if not x.keys() <= _K113:
+    if not x.keys() <= _K115:
         return False
     if "api_key" in x and not _n12(x["api_key"]):
         return False
@@ -5186,7 +5239,7 @@ def _d_ProviderConfig(x: Any) -> bool:
     return True
 
 
-def _n404(x: Any) -> bool:
+def _n409(x: Any) -> bool:
     if type(x) is not dict:
         return False
     for v in x.values():
@@ -5198,7 +5251,7 @@ def _n404(x: Any) -> bool:
 def _d_SipConfig(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K114:
+    if not x.keys() <= _K116:
         return False
     if "inbound_number" in x and not _n12(x["inbound_number"]):
         return False
@@ -5207,7 +5260,7 @@ def _d_SipConfig(x: Any) -> bool:
     return True
 
 
-def _n407(x: Any) -> bool:
+def _n412(x: Any) -> bool:
     if _d_SipConfig(x):
         return True
     if x is None:
@@ -5215,7 +5268,7 @@ def _n407(x: Any) -> bool:
     return False
 
 
-def _n409(x: Any) -> bool:
+def _n414(x: Any) -> bool:
     if not _rules.number(x):
         return False
     if not (x > 0.5):
@@ -5225,7 +5278,7 @@ def _n409(x: Any) -> bool:
     return True
 
 
-def _n411(x: Any) -> bool:
+def _n416(x: Any) -> bool:
     if not _rules.number(x):
         return False
     if not (x > 0):
@@ -5238,20 +5291,20 @@ def _n411(x: Any) -> bool:
 def _d_EarlyStop(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K116:
+    if not x.keys() <= _K118:
         return False
-    if "alpha" in x and not _n411(x["alpha"]):
+    if "alpha" in x and not _n416(x["alpha"]):
         return False
-    if "beta" in x and not _n411(x["beta"]):
+    if "beta" in x and not _n416(x["beta"]):
         return False
     if "enabled" in x and type(x["enabled"]) is not bool:
         return False
-    if "indifference" in x and not _n411(x["indifference"]):
+    if "indifference" in x and not _n416(x["indifference"]):
         return False
     return True
 
 
-def _n412(x: Any) -> bool:
+def _n417(x: Any) -> bool:
     if _d_EarlyStop(x):
         return True
     if x is None:
@@ -5259,7 +5312,7 @@ def _n412(x: Any) -> bool:
     return False
 
 
-def _n413(x: Any) -> bool:
+def _n418(x: Any) -> bool:
     if type(x) is not list:
         return False
     for v in x:
@@ -5268,10 +5321,10 @@ def _n413(x: Any) -> bool:
     return True
 
 
-def _n414(x: Any) -> bool:
+def _n419(x: Any) -> bool:
     if type(x) is not str:
         return False
-    if type(x) is not str or x not in _K117:
+    if type(x) is not str or x not in _K119:
         return False
     return True
 
@@ -5279,15 +5332,15 @@ def _n414(x: Any) -> bool:
 def _d_Statistics(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K115:
+    if not x.keys() <= _K117:
         return False
-    if "confidence" in x and not _n409(x["confidence"]):
+    if "confidence" in x and not _n414(x["confidence"]):
         return False
-    if "early_stop" in x and not _n412(x["early_stop"]):
+    if "early_stop" in x and not _n417(x["early_stop"]):
         return False
-    if "pass_k" in x and not _n413(x["pass_k"]):
+    if "pass_k" in x and not _n418(x["pass_k"]):
         return False
-    if "threshold_on" in x and not _n414(x["threshold_on"]):
+    if "threshold_on" in x and not _n419(x["threshold_on"]):
         return False
     return True
 
@@ -5295,7 +5348,7 @@ def _d_Statistics(x: Any) -> bool:
 def _d_Telemetry(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K118:
+    if not x.keys() <= _K120:
         return False
     if "otlp_endpoint" in x and not _n12(x["otlp_endpoint"]):
         return False
@@ -5319,19 +5372,21 @@ def _n396(x: Any) -> bool:
         return False
     if "hooks" in x and not _n399(x["hooks"]):
         return False
-    if "livekit" in x and not _n401(x["livekit"]):
+    if "limits" in x and not _n404(x["limits"]):
         return False
-    if "load" in x and not _n403(x["load"]):
+    if "livekit" in x and not _n406(x["livekit"]):
+        return False
+    if "load" in x and not _n408(x["load"]):
         return False
     if "models" in x and not _d_Models(x["models"]):
         return False
     if "output" in x and type(x["output"]) is not str:
         return False
-    if "providers" in x and not _n404(x["providers"]):
+    if "providers" in x and not _n409(x["providers"]):
         return False
     if "secrets" in x and not _n46(x["secrets"]):
         return False
-    if "sip" in x and not _n407(x["sip"]):
+    if "sip" in x and not _n412(x["sip"]):
         return False
     if "statistics" in x and not _d_Statistics(x["statistics"]):
         return False

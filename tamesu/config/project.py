@@ -5,9 +5,9 @@ Lists of assertions and SLO maps add up instead (project first, then suite). Mer
 the keys a file actually set, so a documented default never hides a value from a lower layer.
 """
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tamesu.config.assertion import Assertion
 from tamesu.config.common import ConfigModel, Duration, F, Hook, PositiveInt, StrMap
@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_SUITE_GLOBS",
     "Budgets",
     "Defaults",
+    "LimitsConfig",
     "LiveKitConfig",
     "ModelFallback",
     "ModelRetry",
@@ -150,6 +151,39 @@ class Defaults(ConfigModel):
         "An upper bound per metric on every test, such as turn_latency_ms_p95 or llm_cost_usd; results are named slo/METRIC.",
         {"turn_latency_ms_p95": 3000, "llm_cost_usd": 0.05},
         default_factory=dict,
+    )
+
+
+Size = Annotated[
+    int | Annotated[str, Field(pattern=r"^\s*[0-9]+(\.[0-9]+)?\s*([kKmMgG]i?[bB]|[bB])?\s*$")],
+    Field(description="Bytes, or a number with KB, MB, GB (powers of 1000) or KiB, MiB, GiB."),
+]
+"""A size such as 4MB or 512KiB (a bare number is bytes)."""
+
+
+class LimitsConfig(ConfigModel):
+    """Bounds on what tamesu reads from the agent under test and keeps of it; going past one makes
+    the run an infrastructure error (kind limit) that names the setting."""
+
+    answer_size: Size = F(
+        "The largest single answer: an HTTP body, a server-sent event, a websocket message, a poll "
+        "reply, a request the agent makes to the listener.",
+        "4MB",
+        default="4MB",
+    )
+    turn_text: PositiveInt = F(
+        "The most characters of text one agent turn may gather, streamed or whole.",
+        1000000,
+        default=1_000_000,
+    )
+    json_depth: int = F(
+        "How deep arrays and objects may nest in one JSON answer.", 64, default=64, ge=1, le=500
+    )
+    transcript_size: Size = F(
+        "The most bytes of raw answers one run's transcript keeps; later ones are stored as a "
+        "truncation mark.",
+        "8MB",
+        default="8MB",
     )
 
 
@@ -287,6 +321,11 @@ class Project(ConfigModel):
         "OpenTelemetry export of runs and turns to an OTLP/HTTP collector.",
         {"otlp_endpoint": "http://localhost:4318/v1/traces"},
         default_factory=Telemetry,
+    )
+    limits: LimitsConfig | None = F(
+        "Bounds on what tamesu reads from the agent and keeps of it.",
+        {"answer_size": "4MB", "turn_text": 1000000, "json_depth": 64, "transcript_size": "8MB"},
+        default=None,
     )
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tamesu.durations import parse_duration
 from tamesu.errors import ConfigError, UsageError
+from tamesu.limits import Limits
 from tamesu.packs import expand_packs
 from tamesu.runner.expand import expand_test
 from tamesu.runner.spec import NamedAssertion, RunSpec
@@ -61,6 +62,7 @@ def plan(
     base_vars = {k: str(v) for k, v in effective_vars(project, suite).items()}
     secrets = dict(effective_secrets(project, suite))
     models = effective_models(project, suite)
+    limits = Limits.from_config(project.limits if project is not None else None)
     shared = _shared_assertions(effective_defaults(project, suite), suite, file)
     keep, drop = set(tags), set(exclude_tags)
 
@@ -110,6 +112,7 @@ def plan(
             models=models,
             quarantine=quarantine_reason(test.quarantine, today),
             counterpart_target=counterpart,
+            limits=limits,
         )
         for expanded in expansions:
             if filter and not matches_filter(expanded.test_id, filter):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from tamesu.assertions.base import AssertionResult
+from tamesu.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from tamesu.config import Assertion, Models, Target, Test
@@ -73,6 +74,8 @@ class RunSpec:
     quarantine: str | None = None
     """The reason, while the test's quarantine is in force."""
     counterpart_target: Target | None = None
+    limits: Limits = DEFAULT_LIMITS
+    """What the run reads from its agent and keeps of it (tamesu.yaml ``limits:``)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def evolve(self, **changes: Any) -> RunSpec:

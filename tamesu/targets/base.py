@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from tamesu.errors import TargetError
 from tamesu.http import RunCookies
+from tamesu.limits import DEFAULT_LIMITS, Limits
 from tamesu.registry import Registry
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ class TargetContext:
     extra: dict[str, Any] = field(default_factory=dict)
     cookies: RunCookies = field(default_factory=RunCookies)
     """Cookies the agent set in this run (the shared client keeps none)."""
+    limits: Limits = DEFAULT_LIMITS
+    """How much of the agent's answers may be read (tamesu.yaml ``limits:``)."""
 
 
 class TargetAdapter(ABC):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tamesu.config.target import ConnectConfig, RESTOpen
     from tamesu.http import FastLane
     from tamesu.http1 import Answer
+    from tamesu.limits import Limits
     from tamesu.targets.base import TargetContext
 
 __all__ = [
@@ -38,11 +39,13 @@ __all__ = [
     "fetch",
     "fmt_seconds",
     "open_session",
+    "read_limited",
     "render_call",
     "request",
     "retrying",
     "snippet",
     "stream",
+    "websocket_closed",
 ]
 
 RETRY_STATUSES = frozenset({408, 429})
@@ -174,10 +177,45 @@ def _retryable_status(status: int) -> bool:
     return status >= 500 or status in RETRY_STATUSES
 
 
+async def read_limited(resp: httpx.Response, limits: Limits, url: str) -> bytes:
+    """The whole body of ``resp`` (decoded as its Content-Encoding says), refusing one longer than
+    ``limits.answer_size`` as soon as it is: a LimitExceeded, with nothing more read."""
+    limit = limits.answer_size
+    length = resp.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise limits.too_large(f"the answer from {url}")
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in resp.aiter_bytes():
+        total += len(chunk)
+        if total > limit:
+            raise limits.too_large(f"the answer from {url}")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+async def _whole(ctx: TargetContext, call: HttpCall) -> httpx.Response:
+    """``call`` sent and its body read within ``ctx.limits``: a response holding the decoded body."""
+    import httpx
+
+    req = ctx.http.build_request(call.method, call.url, **_with_cookies(ctx, call).kwargs())
+    resp = await ctx.http.send(req, stream=True)
+    try:
+        data = await read_limited(resp, ctx.limits, call.url)
+    finally:
+        await resp.aclose()
+    headers = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in _BODY_HEADERS]
+    return httpx.Response(resp.status_code, headers=headers, content=data, request=req)
+
+
 async def request(
     ctx: TargetContext, policy: ConnectPolicy, call: HttpCall, *, timeout: float | None = None
 ) -> httpx.Response:
-    """Send ``call`` (body read in full) with connect retries; any non-retryable answer is returned."""
+    """Send ``call`` (body read in full, within ``ctx.limits``) with connect retries; any
+    non-retryable answer is returned."""
     import asyncio
 
     import httpx
@@ -186,9 +224,7 @@ async def request(
 
     async def attempt() -> httpx.Response:
         try:
-            resp = await asyncio.wait_for(
-                ctx.http.request(call.method, call.url, **_with_cookies(ctx, call).kwargs()), timeout=limit
-            )
+            resp = await within(_whole(ctx, call), limit)
         except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
             raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
         _keep_cookies(ctx, call, resp.status_code, resp.headers.get_list("set-cookie"))
@@ -213,13 +249,15 @@ async def stream(
     async def attempt() -> httpx.Response:
         req = ctx.http.build_request(call.method, call.url, **_with_cookies(ctx, call).kwargs())
         try:
-            resp = await asyncio.wait_for(ctx.http.send(req, stream=True), timeout=limit)
+            resp = await within(ctx.http.send(req, stream=True), limit)
         except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
             raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
         _keep_cookies(ctx, call, resp.status_code, resp.headers.get_list("set-cookie"))
         if _retryable_status(resp.status_code):
             try:
-                body = (await asyncio.wait_for(resp.aread(), timeout=limit)).decode("utf-8", "replace")
+                body = (await within(read_limited(resp, ctx.limits, call.url), limit)).decode(
+                    "utf-8", "replace"
+                )
             except Exception:
                 body = ""
             await resp.aclose()
@@ -270,7 +308,8 @@ async def fetch(
 
         try:
             answer = await within(
-                lane.exchange(call.method, call.url, headers, data, on_status=on_status), limit
+                lane.exchange(call.method, call.url, headers, data, on_status=on_status, limits=ctx.limits),
+                limit,
             )
         except asyncio.TimeoutError as exc:
             if _retryable_status(seen):
@@ -381,8 +420,10 @@ async def open_session(ctx: TargetContext, config: RESTOpen, policy: ConnectPoli
     captured: dict[str, Any] = {}
     if not config.capture:
         return captured
+    from tamesu.limits import decode_json
+
     try:
-        data = resp.json()
+        data = decode_json(resp.text, ctx.limits.json_depth)
     except (json.JSONDecodeError, UnicodeDecodeError):
         kind = resp.headers.get("content-type", "no content type")
         raise TargetError(
@@ -403,6 +444,20 @@ async def open_session(ctx: TargetContext, config: RESTOpen, policy: ConnectPoli
     return captured
 
 
+def websocket_closed(conn: Any, limits: Limits) -> tuple[int | None, str]:
+    """A closed websocket's code and reason; when tamesu closed it for a message over
+    ``limits.answer_size`` (1009), the reason says so."""
+    sent = getattr(getattr(conn, "protocol", None), "close_sent", None)
+    if sent is not None and sent.code == 1009:
+        from tamesu.limits import format_size
+
+        return 1009, (
+            f"the agent sent a message larger than {format_size(limits.answer_size)} "
+            "(limits.answer_size in tamesu.yaml)"
+        )
+    return conn.close_code, conn.close_reason or ""
+
+
 async def open_websocket(
     ctx: TargetContext,
     policy: ConnectPolicy,
@@ -413,7 +468,8 @@ async def open_websocket(
     compression: str | None = "deflate",
 ) -> Any:
     """A websocket to ``url``: refusals, 5xx, 408 and 429 retried per ``connect:``; every failure a
-    redacted TargetError saying what happened."""
+    redacted TargetError saying what happened. A message over ``limits.answer_size`` closes it
+    with 1009 (``websocket_closed`` tells)."""
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidHandshake, InvalidStatus
 
@@ -426,7 +482,7 @@ async def open_websocket(
                 additional_headers=_cookie_headers(ctx, url, headers or {}) or None,
                 open_timeout=timeout,
                 proxy=None,
-                max_size=None,
+                max_size=ctx.limits.answer_size,
                 close_timeout=2,
                 ping_interval=ping_interval,
                 compression=compression,

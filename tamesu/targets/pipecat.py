@@ -44,6 +44,7 @@ from tamesu.actors.messages import (
 from tamesu.durations import parse_duration
 from tamesu.errors import TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
+from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, fmt_seconds, open_session
 from tamesu.targets.pipecat_wire import (
@@ -56,7 +57,6 @@ from tamesu.targets.pipecat_wire import (
     transcription_frame,
 )
 from tamesu.targets.wslink import Closed, WsLink, http_to_ws
-from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.config.target import Target as TargetConfig
@@ -71,13 +71,13 @@ SETTLE_S = 0.25
 _SPEAKING = ("bot-llm-started", "bot-llm-text", "bot-started-speaking", "bot-tts-started", "bot-output")
 
 
-def _decode(frame: str | bytes) -> Any:
+def _decode(frame: str | bytes, depth: int = DEFAULT_LIMITS.json_depth) -> Any:
     """Protobuf frames; a ``MessageFrame`` holding RTVI JSON becomes that JSON."""
     wire = decode_frame(frame)
     if wire is None or wire.kind != "message":
         return wire
     try:
-        return loads_json(wire.get("data", ""))
+        return decode_json(wire.get("data", ""), depth)
     except ValueError:
         return wire
 
@@ -147,7 +147,11 @@ class PipecatTarget(TargetAdapter):
             if not self.config.url:
                 raise TargetError("a pipecat target needs url", retryable=False, kind="config")
             headers = {k: render_text(v, ctx.scope) for k, v in (self.config.headers or {}).items()}
-            self.link = WsLink(ctx, http_to_ws(render_text(self.config.url, ctx.scope)), decode=_decode)
+            self.link = WsLink(
+                ctx,
+                http_to_ws(render_text(self.config.url, ctx.scope)),
+                decode=partial(_decode, depth=ctx.limits.json_depth),
+            )
             await self.link.open(self.policy, headers)
             await self._handshake()
             if self.audio:

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, RawResponse, UserTurn
+from tamesu.clock import within
 from tamesu.errors import TargetError
 from tamesu.targets.pipecat import raw, rtvi_data, rtvi_type, speaks
 from tamesu.targets.pipecat_wire import WireFrame, audio_frame, message_frame, rtvi
@@ -68,7 +69,7 @@ class PipecatCall:
         if self.talking.is_set():
             return True
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.talking.wait(), self.t.idle)
+            await within(self.talking.wait(), self.t.idle)
         return self.talking.is_set()
 
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:

@@ -38,6 +38,7 @@ from tamesu.actors.messages import (
 )
 from tamesu.errors import TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
+from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, fmt_seconds, open_session
 from tamesu.targets.realtime_events import DEFAULT_URL, Dialect, canonical
@@ -79,9 +80,9 @@ def api_error(event: dict[str, Any], *, before: str | None = None) -> str:
     return f"the realtime API sent an error{where}: {kind}{code}: {error.get('message') or 'no message'}"
 
 
-def _decode(frame: str | bytes) -> dict[str, Any] | None:
+def _decode(frame: str | bytes, depth: int = DEFAULT_LIMITS.json_depth) -> dict[str, Any] | None:
     try:
-        event = loads_json(frame)
+        event = decode_json(frame, depth)
     except (ValueError, UnicodeDecodeError):
         return {"type": "tamesu.unreadable", "frame": frame[:200] if isinstance(frame, str) else None}
     return event if isinstance(event, dict) else None
@@ -182,7 +183,7 @@ class RealtimeTarget(TargetAdapter):
                 headers = {k: v for k, v in headers.items() if k.lower() != key.lower()}
                 headers[key] = render_text(value, ctx.scope)
             url = model_url(render_text(self.config.url or DEFAULT_URL, ctx.scope), self.config.model)
-            self.link = WsLink(ctx, url, decode=_decode)
+            self.link = WsLink(ctx, url, decode=partial(_decode, depth=ctx.limits.json_depth))
             await self.link.open(self.policy, headers)
             await self._setup()
             if self.audio:

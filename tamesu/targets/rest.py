@@ -13,6 +13,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, UserTurn
+from tamesu.clock import within
 from tamesu.errors import TargetError
 from tamesu.http import fast_lane
 from tamesu.jsonpath import JSONPathError
@@ -23,6 +24,7 @@ from tamesu.targets.connect import (
     fetch,
     fmt_seconds,
     open_session,
+    read_limited,
     render_call,
     snippet,
     stream,
@@ -175,7 +177,9 @@ class RestTarget(TargetAdapter):
         self, *, sent_at: float | None, partials: bool = False, join: str | None = None
     ) -> TurnBuilder:
         sep = self.reader.join if self.reader.join is not None else ("" if join is None else join)
-        return TurnBuilder(self.ctx.clock, sent_at=sent_at, join=sep, partials=partials)
+        return TurnBuilder(
+            self.ctx.clock, sent_at=sent_at, join=sep, partials=partials, limits=self.ctx.limits
+        )
 
     def finish(self, builder: TurnBuilder) -> list[Message]:
         """The end of a turn; a handoff is reported once per session, on the turn it happens."""
@@ -205,13 +209,13 @@ class RestTarget(TargetAdapter):
         return out
 
     async def read_body(self, resp: httpx.Response, call: HttpCall) -> str:
-        """The whole body within the turn timeout, as text."""
+        """The whole body within the turn timeout and ``limits.answer_size``, as text."""
         import asyncio
 
         import httpx
 
         try:
-            data = await asyncio.wait_for(resp.aread(), timeout=self.ctx.turn_timeout)
+            data = await within(read_limited(resp, self.ctx.limits, call.url), self.ctx.turn_timeout)
         except asyncio.TimeoutError:
             raise TargetError(
                 f"no answer within {fmt_seconds(self.ctx.turn_timeout)} from {call.url}", retryable=True
@@ -224,24 +228,33 @@ class RestTarget(TargetAdapter):
         self, builder: TurnBuilder, status: int, content_type: str | None, text: str
     ) -> list[Message]:
         """Read one whole answer into ``builder``. A 4xx is the agent's real answer and is recorded."""
-        payload = decode_payload(text, content_type, needs_json=self.reader.needs_json, status=status)
+        payload = decode_payload(
+            text,
+            content_type,
+            needs_json=self.reader.needs_json,
+            status=status,
+            depth=self.ctx.limits.json_depth,
+        )
         if payload is None and not text.strip():
             builder.status = status
             return []
         extract = self.reader.read(payload, at=self.ctx.clock.now())
         if status >= 400 and isinstance(payload, str):
             extract.texts = []
-        return builder.add(payload, extract, status=status)
+        return builder.add(payload, extract, status=status, size=len(text))
 
     def _redacted(self, exc: TargetError) -> TargetError:
         return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
 
 
-def decode_payload(text: str, content_type: str | None, *, needs_json: bool, status: int = 200) -> Any:
-    """JSON when the body is JSON; otherwise the text, or a TargetError when JSONPaths need JSON."""
+def decode_payload(
+    text: str, content_type: str | None, *, needs_json: bool, status: int = 200, depth: int = 64
+) -> Any:
+    """JSON when the body is JSON (nested at most ``depth`` deep); otherwise the text, or a
+    TargetError when JSONPaths need JSON."""
     if not text.strip():
         return None
-    value, is_json = decode_text(text)
+    value, is_json = decode_text(text, depth)
     if is_json or not needs_json or status >= 400:
         return value
     kind = (content_type or "no content type").split(";")[0].strip()

@@ -5,6 +5,9 @@ uses it; ``{{listen.url}}`` tells the agent where to call. Each request is answe
 session's ``reply`` and ``status``; requests that match ``path`` are read as the agent's reply by
 the session ``session`` (a JSONPath to the session id in the payload) routes them to, or by the
 oldest open session that does not route by id.
+
+A request body over ``limits.answer_size`` (of the session that started the server) is answered
+413 and fails the turn of the session it would have gone to; JSON is read within ``json_depth``.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, RawResponse, UserTurn
+from tamesu.clock import within
 from tamesu.durations import parse_duration
 from tamesu.errors import TamesuError, TargetError
 from tamesu.jsonpath import first
+from tamesu.limits import DEFAULT_LIMITS, LimitExceeded
 from tamesu.targets.connect import fmt_seconds, request
 from tamesu.targets.rest_read import decode_text
 from tamesu.templates import render
@@ -41,6 +46,8 @@ class Incoming:
     path: str
     payload: Any
     at: float
+    error: TargetError | None = None
+    """What made the request unreadable (the turn that reads it fails with it)."""
 
 
 class PathFilter:
@@ -83,6 +90,7 @@ class Listener:
         self.addr = addr
         self.sessions: list[ListenSession] = []
         self.url = ""
+        self.limits = DEFAULT_LIMITS
         self._runner: web.AppRunner | None = None
         self._lock = asyncio.Lock()
 
@@ -96,6 +104,7 @@ class Listener:
     async def add(self, session: ListenSession) -> None:
         async with self._lock:
             if self._runner is None:
+                self.limits = session.t.ctx.limits
                 await self._start()
             self.sessions.append(session)
 
@@ -112,7 +121,7 @@ class Listener:
         from aiohttp import web
 
         host, port = _split_addr(self.addr)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=self.limits.answer_size)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
@@ -142,7 +151,10 @@ class Listener:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         from aiohttp import web
 
-        payload = await _read_payload(request)
+        try:
+            payload = await _read_payload(request, self.limits.json_depth)
+        except (web.HTTPRequestEntityTooLarge, LimitExceeded) as exc:
+            return self._refuse(request, exc)
         session = self.route(request.method, request.path, payload)
         if session is None:
             return web.json_response({"ok": True})
@@ -158,14 +170,29 @@ class Listener:
             return web.Response(status=session.config.status, text=reply)
         return web.json_response(reply, status=session.config.status)
 
+    def _refuse(self, request: web.Request, exc: Exception) -> web.StreamResponse:
+        """A request that cannot be read within the limits: answered 413, and the turn of the
+        session it would have gone to fails with the limit it broke."""
+        from aiohttp import web
 
-async def _read_payload(request: web.Request) -> Any:
+        if isinstance(exc, LimitExceeded):
+            error: TargetError = exc
+        else:
+            error = self.limits.too_large(f"the agent's {request.method} {request.path} to the listener")
+        session = self.route(request.method, request.path, None)
+        if session is not None:
+            now = session.t.ctx.clock.now()
+            session.queue.put_nowait(Incoming(request.method, request.path, None, now, error))
+        return web.Response(status=413, text=str(error))
+
+
+async def _read_payload(request: web.Request, depth: int) -> Any:
     if request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
         form = await request.post()
         return {k: v if isinstance(v, str) else getattr(v, "filename", None) for k, v in form.items()}
     raw = await request.text()
     if raw.strip():
-        return decode_text(raw)[0]
+        return decode_text(raw, depth)[0]
     return dict(request.query) if request.query else None
 
 
@@ -226,13 +253,15 @@ class ListenSession:
             try:
                 if wait <= 0:
                     raise asyncio.TimeoutError
-                item = await asyncio.wait_for(self.queue.get(), timeout=wait)
+                item = await within(self.queue.get(), wait)
             except asyncio.TimeoutError:
                 if not builder.has_content:
                     raise TargetError(
                         f"no reply within {fmt_seconds(timeout)} on {self.url}", retryable=True
                     ) from None
                 break
+            if item.error is not None:
+                raise item.error
             if builder.first_byte_at is None:
                 builder.first_byte_at = item.at
             extract = t.reader.read(item.payload, at=item.at)

@@ -95,7 +95,7 @@ def _capture_sent(t: RestTarget, text: str, content_type: str | None, scope: Sco
     capture = t.request.capture if t.request is not None else None
     if not capture:
         return
-    data, is_json = decode_text(text)
+    data, is_json = decode_text(text, t.ctx.limits.json_depth)
     if not is_json:
         kind = (content_type or "no content type").split(";")[0]
         raise TargetError(
@@ -125,7 +125,7 @@ async def _poll_once(t: RestTarget, poll: RESTPoll, scope: Scope, state: PollSta
         raise TargetError(
             f"poll answered {resp.status_code} at {call.url}: {snippet(resp.text)}", retryable=False
         )
-    payload, is_json = decode_text(resp.text)
+    payload, is_json = decode_text(resp.text, t.ctx.limits.json_depth)
     if not is_json:
         kind = (resp.headers.get("content-type") or "no content type").split(";")[0]
         raise TargetError(f"poll answered non-JSON ({kind}): {snippet(resp.text)}", retryable=False)

@@ -16,6 +16,7 @@ import msgspec
 
 from tamesu.actors.messages import AgentPartial, AgentTurn, Message, RawResponse, ToolCall
 from tamesu.jsonpath import find, find_in_message, truthy
+from tamesu.limits import DEFAULT_LIMITS, Limits, check_json_depth, payload_size
 from tamesu.targets.handoff import detect_handoff
 from tamesu.untrusted import loads_json
 
@@ -30,11 +31,14 @@ _FALLBACK_KEYS = ("reply", "text", "message", "content", "output", "response", "
 """Read when no ``response.text`` is configured and the payload is an object."""
 
 
-def decode_text(text: str) -> tuple[Any, bool]:
-    """(the JSON value, True) when ``text`` is JSON, else (the text, False)."""
+def decode_text(text: str, depth: int = DEFAULT_LIMITS.json_depth) -> tuple[Any, bool]:
+    """(the JSON value, True) when ``text`` is JSON, else (the text, False); JSON nested deeper
+    than ``depth`` is a LimitExceeded."""
     stripped = text.strip()
     if not stripped:
         return text, False
+    if stripped[0] in "[{":
+        check_json_depth(stripped, depth)
     try:
         return _decode(stripped), True
     except msgspec.MsgspecError:
@@ -156,9 +160,18 @@ class TurnBuilder:
     """Collects one agent turn and emits its messages in order (raw, partials, tool calls, end)."""
 
     def __init__(
-        self, clock: Clock, *, sent_at: float | None, join: str = "", partials: bool = False
+        self,
+        clock: Clock,
+        *,
+        sent_at: float | None,
+        join: str = "",
+        partials: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.clock = clock
+        self.keep_raw = limits.transcript_size
+        """Bytes of raw payloads kept for reading the handoff at the end (an endless stream of
+        events without text must not fill the memory before the run's timeout)."""
         self.sent_at = sent_at
         self.join = join
         self.partials = partials
@@ -177,13 +190,18 @@ class TurnBuilder:
     def has_content(self) -> bool:
         return bool(self.texts or self.tool_calls or self.done)
 
-    def add(self, payload: Any, extract: Extract, *, status: int | None = None) -> list[Message]:
-        """Record one payload and what was read from it; returns the messages to yield now."""
+    def add(
+        self, payload: Any, extract: Extract, *, status: int | None = None, size: int | None = None
+    ) -> list[Message]:
+        """Record one payload (``size``: its length on the wire, when known) and what was read
+        from it; returns the messages to yield now."""
         now = self.clock.now()
         self.first_byte()
         if status is not None:
             self.status = status
-        self.raw.append(payload)
+        self.keep_raw -= payload_size(payload) if size is None else size
+        if self.keep_raw >= 0:
+            self.raw.append(payload)
         out: list[Message] = [RawResponse(body=payload, status=status, at=now)]
         for text in extract.texts:
             self.texts.append(text)

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tamesu.actors.messages import Message, RawResponse, UserTurn
+from tamesu.clock import within
 from tamesu.durations import parse_duration
 from tamesu.errors import TargetError
 from tamesu.jsonpath import find_in_message, truthy
-from tamesu.targets.connect import fmt_seconds, open_websocket, snippet
+from tamesu.limits import DEFAULT_LIMITS, decode_json
+from tamesu.targets.connect import fmt_seconds, open_websocket, snippet, websocket_closed
 from tamesu.targets.rest_read import decode_text
 from tamesu.templates import render, render_text
-from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.targets.rest import RestTarget
@@ -70,8 +71,9 @@ def sio_encode(payload: Any) -> str:
     return "42" + json.dumps(args, ensure_ascii=False)
 
 
-def sio_decode(packet: str) -> dict[str, Any] | None:
-    """A socket.io EVENT packet's body (after ``42``) as ``{"event": name, "data": data}``."""
+def sio_decode(packet: str, depth: int = DEFAULT_LIMITS.json_depth) -> dict[str, Any] | None:
+    """A socket.io EVENT packet's body (after ``42``) as ``{"event": name, "data": data}``; JSON
+    nested deeper than ``depth`` is a LimitExceeded."""
     body = packet
     if body.startswith("/"):
         _, _, body = body.partition(",")
@@ -79,7 +81,7 @@ def sio_decode(packet: str) -> dict[str, Any] | None:
     while i < len(body) and body[i].isdigit():
         i += 1
     try:
-        args = loads_json(body[i:])
+        args = decode_json(body[i:], depth)
     except ValueError:
         return None
     if not isinstance(args, list) or not args:
@@ -167,7 +169,7 @@ class WsSession:
             try:
                 if remaining <= 0:
                     raise asyncio.TimeoutError
-                msg = await asyncio.wait_for(self.queue.get(), timeout=remaining)
+                msg = await within(self.queue.get(), remaining)
             except asyncio.TimeoutError:
                 raise TargetError(f"{what}: no matching message within {fmt_seconds(timeout)}") from None
             if isinstance(msg, Closed):
@@ -185,7 +187,8 @@ class WsSession:
                         frame = frame.decode("utf-8")
                     except UnicodeDecodeError:
                         continue
-                msg = await self._sio_frame(frame) if self.socketio else decode_text(frame)[0]
+                depth = self.ctx.limits.json_depth
+                msg = await self._sio_frame(frame) if self.socketio else decode_text(frame, depth)[0]
                 if msg is not None:
                     self.queue.put_nowait(msg)
         except ConnectionClosed:
@@ -193,7 +196,7 @@ class WsSession:
         except Exception as exc:  # a broken socket is reported to the turn, not lost in a task
             self.closed = Closed(None, f"{type(exc).__name__}: {exc}")
         if self.closed is None:
-            self.closed = Closed(self.conn.close_code, self.conn.close_reason or "")
+            self.closed = Closed(*websocket_closed(self.conn, self.ctx.limits))
         if self._sio_ready is not None and not self._sio_ready.done():
             self._sio_ready.set_exception(TargetError(f"the websocket closed ({self.closed.describe()})"))
         self.queue.put_nowait(self.closed)
@@ -220,7 +223,7 @@ class WsSession:
                 self.closed = Closed(None, "socket.io disconnect packet")
                 await self.conn.close()
             elif sio == "2":
-                return sio_decode(rest)
+                return sio_decode(rest, self.ctx.limits.json_depth)
         return None
 
     async def send(self, payload: Any) -> None:
@@ -264,7 +267,7 @@ class WsSession:
             try:
                 if wait <= 0:
                     raise asyncio.TimeoutError
-                msg = await asyncio.wait_for(self.queue.get(), timeout=wait)
+                msg = await within(self.queue.get(), wait)
             except asyncio.TimeoutError:
                 if not builder.has_content:
                     raise TargetError(

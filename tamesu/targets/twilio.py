@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.errors import TargetError
+from tamesu.limits import decode_json
 from tamesu.targets.base import TargetAdapter, target
 from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.templates import render_text
-from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.config.target import Target as TargetConfig
@@ -195,7 +195,7 @@ class TwilioTarget(TargetAdapter):
         if session is None:
             return
         try:
-            msg = loads_json(text)
+            msg = decode_json(text, self.ctx.limits.json_depth)
         except ValueError:
             session.heard_message(RawResponse(body=text, at=self.ctx.clock.now()), activity=False)
             return

@@ -179,7 +179,7 @@ class VoiceTarget(TargetAdapter):
         session = self.session
         if session is None:
             return
-        msg, is_json = decode_text(text)
+        msg, is_json = decode_text(text, self.ctx.limits.json_depth)
         if not is_json:
             session.heard_message(RawResponse(body=text, at=self.ctx.clock.now()), activity=False)
             return

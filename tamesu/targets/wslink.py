@@ -13,8 +13,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tamesu.clock import within
 from tamesu.errors import TargetError
-from tamesu.targets.connect import open_websocket
+from tamesu.targets.connect import open_websocket, websocket_closed
 from tamesu.targets.rest_ws import Closed
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class WsLink:
         except Exception as exc:  # a broken socket is reported to the turn, not lost in a task
             self.closed = Closed(None, f"{type(exc).__name__}: {exc}")
         if self.closed is None:
-            self.closed = Closed(self.conn.close_code, self.conn.close_reason or "")
+            self.closed = Closed(*websocket_closed(self.conn, self.ctx.limits))
         self.queue.put_nowait(self.closed)
 
     async def next(self, timeout: float) -> Any:
@@ -82,7 +83,7 @@ class WsLink:
         """
         if timeout <= 0:
             raise asyncio.TimeoutError
-        item = await asyncio.wait_for(self.queue.get(), timeout=timeout)
+        item = await within(self.queue.get(), timeout)
         if isinstance(item, Closed):
             self.queue.put_nowait(item)
         return item

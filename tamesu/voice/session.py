@@ -30,6 +30,7 @@ import numpy as np
 from tamesu.actors.messages import AgentTurn, AudioSpan, Dtmf, Event, Interrupt, Message, MetricMsg, UserTurn
 from tamesu.audio.behaviour import BehaviourRNG
 from tamesu.audio.timing import Segment
+from tamesu.clock import within
 from tamesu.errors import TamesuError, TargetError
 
 from .listener import Listener
@@ -457,7 +458,7 @@ class VoiceSession:
         if timeout <= 0:
             return self._events.get_nowait() if not self._events.empty() else None
         try:
-            return await asyncio.wait_for(self._events.get(), timeout)
+            return await within(self._events.get(), timeout)
         except asyncio.TimeoutError:
             return None
 

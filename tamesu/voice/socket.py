@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import TargetError
-from tamesu.targets.connect import open_websocket
+from tamesu.targets.connect import open_websocket, websocket_closed
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
@@ -108,7 +108,8 @@ class AudioSocket:
         except Exception as exc:  # a broken socket ends the call; the session reports it
             reason = f"{type(exc).__name__}: {exc}"
         if getattr(self.conn, "close_code", None) is not None:
-            code, reason = self.conn.close_code, self.conn.close_reason or reason
+            code, closed_why = websocket_closed(self.conn, self.ctx.limits)
+            reason = closed_why or reason
         self.on_close(code, reason)
 
     async def _write(self) -> None:

@@ -325,3 +325,15 @@ def test_every_builtin_pack_validates_and_judged_ones_say_so() -> None:
         assert items, name
         assert packs.get(name).needs_model == any(a.kind == "judge" for a in items)
     assert pack_names({"tone": []}) == sorted([*BUILTIN_PACKS, "tone"])
+
+
+def test_every_run_carries_the_projects_limits() -> None:
+    from tamesu.limits import DEFAULT_LIMITS, Limits
+
+    [bare] = plan(small([{"name": "t", "target": "api"}]))
+    assert bare.limits == DEFAULT_LIMITS
+    project = {
+        "limits": {"answer_size": "512KiB", "turn_text": 5000, "json_depth": 20, "transcript_size": 1000}
+    }
+    [spec] = plan(small([{"name": "t", "target": "api"}], project=project))
+    assert spec.limits == Limits(answer_size=524288, turn_text=5000, json_depth=20, transcript_size=1000)

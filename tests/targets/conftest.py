@@ -15,6 +15,7 @@ from aiohttp import web
 from tamesu.actors.messages import AgentTurn, Message, UserTurn
 from tamesu.clock import MonotonicClock
 from tamesu.http import make_client
+from tamesu.limits import DEFAULT_LIMITS, Limits
 from tamesu.secrets import Redactor
 from tamesu.targets.base import TargetAdapter, TargetContext, targets
 from tamesu.templates import Scope
@@ -82,6 +83,7 @@ class Harness:
         secrets: dict[str, str] | None = None,
         vars: dict[str, str] | None = None,
         turn_timeout: float = 5.0,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> TargetContext:
         values = dict(secrets or {})
         for value in values.values():
@@ -96,6 +98,7 @@ class Harness:
             http=self.http,
             redactor=self.redactor,
             turn_timeout=turn_timeout,
+            limits=limits,
         )
 
     async def target(self, config: dict[str, Any], **ctx: Any) -> TargetAdapter:

@@ -84,6 +84,7 @@ async def test_listen_reads_the_agents_call_and_answers_it(serve, harness) -> No
     out = await harness.say(t, "hello")
     assert out[-1].text == "HELLO" and out[-1].status == 200
     assert out[-1].sent_at <= out[-1].first_byte_at <= out[-1].end_at
+    await asyncio.gather(*list(agent.tasks))  # the agent reads our answer after the turn has it
     assert (201, {"ok": True, "result": {"chat": "chat-1"}}) in agent.answers
     assert len(agent.answers) == 2
 

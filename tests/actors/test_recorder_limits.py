@@ -1,0 +1,85 @@
+"""What a run keeps of its agent is bounded: a turn's text, the raw answers a transcript stores,
+and the run's own time limit, which ends an agent that never stops talking."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from tamesu.actors.graph import run_graph
+from tamesu.actors.services import RunServices
+from tamesu.config.target import Target
+from tamesu.limits import Limits
+
+from .agents import make_spec, register
+
+register()
+
+
+@pytest.fixture
+async def services() -> AsyncIterator[RunServices]:
+    svc = RunServices.create()
+    yield svc
+    await svc.aclose()
+
+
+@pytest.mark.unit
+async def test_a_turn_past_the_turn_text_limit_ends_the_run_with_its_text_cut(services: RunServices) -> None:
+    spec = make_spec(say=["hi", "and then?"]).evolve(limits=Limits(turn_text=10))
+    out = await run_graph(spec, services, encode_boundary=True)
+    assert out.error_kind == "limit" and not out.retryable
+    assert out.error == (
+        "agent turn 1 gathered more than 10 characters of text (limits.turn_text in tamesu.yaml)"
+    )
+    agent = out.transcript.agent_turns()
+    assert [t.text for t in agent] == ["You said: "]  # "You said: hi" cut at 10 characters
+    assert len(out.transcript.user_turns()) == 1
+
+
+@pytest.mark.unit
+async def test_raw_answers_past_the_transcript_size_are_kept_as_truncation_marks(
+    services: RunServices,
+) -> None:
+    spec = make_spec(say=["one", "two", "three"]).evolve(limits=Limits(transcript_size=200))
+    out = await run_graph(spec, services, encode_boundary=True)
+    assert out.error is None, out.error
+    raws = [turn.raw[0] for turn in out.transcript.agent_turns()]
+    assert raws[0]["reply"] == "You said: one" and raws[1]["reply"] == "You said: two"
+    assert raws[2]["truncated"] is True and raws[2]["bytes"] > 0
+    assert raws[2]["head"].startswith('{"reply":"You said: three"')
+    assert [e["limit"] for e in out.transcript.events if e["type"] == "truncated"] == [200]
+
+
+@pytest.mark.integration
+async def test_a_run_time_limit_ends_an_agent_that_streams_forever(services: RunServices) -> None:
+    async def endless(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        try:
+            while True:
+                await resp.write(b'data: {"text": "x"}\n\n')
+        except (ConnectionResetError, RuntimeError):
+            return resp
+
+    app = web.Application()
+    app.router.add_post("/stream", endless)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/stream"
+    target = Target.model_validate(
+        {"type": "rest", "url": url, "streaming": "sse", "response": {"text": "$.text"}}
+    )
+    spec = make_spec(say=["hi"]).evolve(target=target)
+    try:
+        started = asyncio.get_running_loop().time()
+        out = await run_graph(spec, services, timeout=1.0)
+        took = asyncio.get_running_loop().time() - started
+    finally:
+        await runner.cleanup()
+    assert out.error_kind == "timeout" and out.error == "the run took longer than 1.0s"
+    assert took < 10
