@@ -75,6 +75,17 @@ class JobRow:
         return (self.ended or time.time()) - self.started
 
 
+SUBMIT_PATIENCE = 60.0
+"""How long a submission waits for a cluster whose job agent is not ready yet (a head just started)."""
+
+
+def _not_ready(exc: Exception) -> bool:
+    """Ray's job API answers 500 "No available agent to submit job, please try again later" while the
+    head's job agent starts: a state to wait out, not a failure of the submission."""
+    text = str(exc)
+    return "No available agent" in text or "try again later" in text
+
+
 class RayJobs:
     """The cluster's job API at ``address`` (``http://HEAD:8265``); every Ray job call goes through here."""
 
@@ -123,15 +134,32 @@ class RayJobs:
         }
         if os.environ.get("TAMESU_DEBUG"):
             runtime_env["env_vars"] = {"TAMESU_DEBUG": os.environ["TAMESU_DEBUG"]}
-        return str(
-            self.client.submit_job(
-                entrypoint=entrypoint,
-                submission_id=job_id,
-                runtime_env=runtime_env,
-                metadata={"tamesu": kind, "suites": ",".join(suites)[:500], "from": str(working_dir)[:500]},
-                entrypoint_num_cpus=num_cpus,
-            )
-        )
+        metadata = {"tamesu": kind, "suites": ",".join(suites)[:500], "from": str(working_dir)[:500]}
+        deadline = time.monotonic() + SUBMIT_PATIENCE
+        pause = 0.25
+        while True:
+            try:
+                return str(
+                    self.client.submit_job(
+                        entrypoint=entrypoint,
+                        submission_id=job_id,
+                        runtime_env=runtime_env,
+                        metadata=metadata,
+                        entrypoint_num_cpus=num_cpus,
+                    )
+                )
+            except RuntimeError as exc:
+                if not _not_ready(exc):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    from tamesu.errors import TamesuError
+
+                    raise TamesuError(
+                        f"the cluster at {self.address} has no job agent ready after "
+                        f"{SUBMIT_PATIENCE:.0f} s (its head node may still be starting): try again later"
+                    ) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 4.0)
 
     def list(self, *, every: bool = False) -> list[JobRow]:
         """Submitted jobs, newest first; only tamesu's unless ``every``."""
