@@ -347,8 +347,15 @@ class RunGraph:
         )
         named = self.spec.assertions
         if len(named) == 1:
-            return [await self._assert(named[0], ctx)]
-        return list(await asyncio.gather(*(self._assert(item, ctx) for item in named)))
+            results = [await self._assert(named[0], ctx)]
+        else:
+            results = list(await asyncio.gather(*(self._assert(item, ctx) for item in named)))
+        attack = self.spec.extra.get("attack")
+        if attack is not None:
+            from tamesu.redteam.detectors import run_detectors
+
+            results += await run_detectors(attack, ctx)
+        return results
 
     async def _assert(self, named: NamedAssertion, ctx: AssertionContext) -> AssertionResult:
         on_turn = getattr(named.item, "on_turn", None)

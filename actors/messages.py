@@ -78,6 +78,8 @@ class UserTurn(_Msg, tag="user_turn", frozen=True):
     files: list[FileRef] = msgspec.field(default_factory=list)
     source: Literal["script", "simulator", "counterpart"] = "script"
     reasoning: str | None = None
+    tactic: str | None = None
+    """An attacker's turn: the tactic it uses (the recorder makes it a ``tactic`` event)."""
 
 
 class ToolCall(_Msg, tag="tool_call", frozen=True):

@@ -192,6 +192,16 @@ class Recorder(Actor):
                 dtmf=msg.data.get("dtmf") if msg.data else None,
             )
         )
+        if msg.tactic:
+            self.transcript.events.append(
+                {
+                    "type": "tactic",
+                    "at": msg.at,
+                    "turn": self._user_turns,
+                    "tactic": msg.tactic,
+                    "source": msg.source,
+                }
+            )
 
     def _heard(self, at: float) -> None:
         if self._turn_started is None:

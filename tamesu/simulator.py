@@ -57,8 +57,24 @@ def make_simulator(
     ledger: UsageLedger | None = None,
     counterpart: TargetAdapter | None = None,
 ) -> UserSimulator:
-    """The user for one run: a counterpart agent, the script alone, or a model pursuing the goal."""
+    """The user for one run: a red-team attacker, a counterpart agent, the script alone, or a model
+    pursuing the goal."""
     scenario = spec.test.scenario
+    attack = spec.extra.get("attack")
+    if attack is not None and scenario is not None:
+        from tamesu.redteam.attacker import Attacker
+
+        return Attacker(
+            attack,
+            scenario,
+            scope,
+            router=router,
+            persona=spec.test.persona,
+            language=spec.language,
+            seed=spec.seed,
+            ledger=ledger,
+            suite_dir=spec.suite_dir,
+        )
     if counterpart is not None and spec.test.counterpart is not None:
         from tamesu.counterpart import CounterpartUser
 

@@ -66,6 +66,7 @@ def check_document(
     ctx = _Ctx(doc, suite_dir, [])
     data: dict[str, Any] = doc.data
     _check_target_refs(ctx, data)
+    _check_playbooks(ctx, data)
     _check_assertion_refs(ctx, data)
     _check_quarantine_dates(ctx, data)
     files_ok = _check_files(ctx, data, update_golden=update_golden)
@@ -156,6 +157,31 @@ def _check_target_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
     red_team = data.get("red_team")
     if isinstance(red_team, dict):
         check(red_team.get("target"), ("red_team", "target"))
+
+
+def _check_playbooks(ctx: _Ctx, data: dict[str, Any]) -> None:
+    """red_team.playbooks names registered playbooks; an audio playbook needs an audio target."""
+    red_team = data.get("red_team")
+    if not isinstance(red_team, dict) or not isinstance(red_team.get("playbooks"), list):
+        return
+    names = red_team["playbooks"]
+    from tamesu.redteam.registry import get_playbook, playbook_names, unknown_names
+
+    unknown = set(unknown_names([n for n in names if isinstance(n, str)]))
+    target = (data.get("targets") or {}).get(red_team.get("target"))
+    for i, name in enumerate(names):
+        if name in unknown:
+            known = playbook_names()
+            hint = did_you_mean(name, known) or f"playbooks: {', '.join(known)}"
+            ctx.error(f"unknown playbook '{name}'", ("red_team", "playbooks", i), hint=hint)
+        elif isinstance(name, str) and isinstance(target, dict) and get_playbook(name).requires == "audio":
+            kind, mode = target.get("type"), target.get("mode")
+            if kind not in _AUDIO_ONLY and not (kind in _AUDIO_MODE and mode == "audio"):
+                ctx.error(
+                    f"the {name} playbook attacks calls, and target '{red_team.get('target')}' is not an audio target",
+                    ("red_team", "playbooks", i),
+                    hint="point red_team.target at a voice, twilio or sip target (or one in audio mode)",
+                )
 
 
 def assertion_lists(data: dict[str, Any]) -> Iterator[tuple[KeyPath, list[Any]]]:

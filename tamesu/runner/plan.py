@@ -68,9 +68,11 @@ def plan(
 
     problems: list[Unrunnable] = list(getattr(loaded, "unrunnable", None) or [])
 
+    attacks = _attacks(loaded)
+    entries: list[tuple[Test, Any]] = [(t, None) for t in suite.tests] + [(a.test, a.plan) for a in attacks]
     out: list[RunSpec] = []
     seen: set[str] = set()
-    for index, test in enumerate([*suite.tests, *red_team_tests(suite)]):
+    for index, (test, attack) in enumerate(entries):
         expansions = expand_test(test, loaded.dir, base_vars=base_vars)
         for expanded in expansions:
             if expanded.test_id in seen:
@@ -90,7 +92,8 @@ def plan(
             counterpart = _target(
                 suite, test.counterpart.target, file, f"tests.{test.name}.counterpart.target"
             )
-        own = name_assertions(test.assert_ or [], suite_packs=suite.packs, file=file)
+        prefix = "red_team/" if attack is not None else ""
+        own = name_assertions(test.assert_ or [], prefix=prefix, suite_packs=suite.packs, file=file)
         assertions = _numbered([*own, *shared])
         defaults = effective_defaults(project, suite, test)
         repeats = repeat_override or defaults.repeat
@@ -118,7 +121,11 @@ def plan(
             if filter and not matches_filter(expanded.test_id, filter):
                 continue
             why = next((p for p in problems if p.reaches(index, expanded.language)), None)
-            extra = {} if why is None else {"unrunnable": str(why), "unrunnable_kind": why.kind}
+            extra: dict[str, Any] = (
+                {} if why is None else {"unrunnable": str(why), "unrunnable_kind": why.kind}
+            )
+            if attack is not None:
+                extra["attack"] = attack
             out.extend(
                 template.evolve(
                     extra=extra,
@@ -138,11 +145,21 @@ def plan(
 
 
 def red_team_tests(suite: Suite) -> list[Test]:
-    """The adversarial tests ``red_team:`` adds to the suite: one per attack of its playbooks.
+    """The adversarial tests ``red_team:`` adds to the suite: one per attack of its playbooks."""
+    if suite.red_team is None:
+        return []
+    from tamesu.redteam.expand import red_team_attacks
 
-    Playbooks plug in here (tamesu.redteam); until they exist a suite's red_team adds no test.
-    """
-    return []
+    return [a.test for a in red_team_attacks(suite)]
+
+
+def _attacks(loaded: _Loaded) -> list[Any]:
+    """The suite's red-team attacks (tamesu.redteam), located in the suite file for errors and reports."""
+    if loaded.suite.red_team is None:
+        return []
+    from tamesu.redteam.expand import red_team_attacks
+
+    return red_team_attacks(loaded.suite, where=getattr(loaded, "where", None))
 
 
 def selected(test_tags: Iterable[str], *, tags: Iterable[str] = (), exclude_tags: Iterable[str] = ()) -> bool:

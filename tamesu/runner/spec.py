@@ -15,6 +15,7 @@ import msgspec
 
 from tamesu.assertions.base import AssertionResult
 from tamesu.limits import DEFAULT_LIMITS, Limits
+from tamesu.redteam.findings import Finding
 
 if TYPE_CHECKING:
     from tamesu.config import Assertion, Models, Target, Test
@@ -129,5 +130,7 @@ class RunResult(msgspec.Struct, kw_only=True):
     transcript_file: str | None = None
     quarantine: str | None = None
     turns: int = 0
+    findings: list[Finding] = msgspec.field(default_factory=list)
+    """Red-team runs: each attack that succeeded, at which turn, with the evidence."""
     final: bool = True
     """False on an attempt that the scheduler retries; ``--resume`` redoes runs with no final result."""

@@ -77,6 +77,11 @@ def result_of(
     from the assertions and the error; metrics and turns from the transcript, when there is one)."""
     from tamesu.runner.spec import RunResult
 
+    findings = []
+    if "attack" in spec.extra:
+        from tamesu.redteam.findings import findings_of
+
+        findings = findings_of(spec, results, transcript)
     return RunResult(
         run_id=spec.run_id,
         test_id=spec.test_id,
@@ -97,6 +102,7 @@ def result_of(
         metrics=dict(transcript.metrics) if transcript is not None else {},
         quarantine=spec.quarantine,
         turns=len(transcript.agent_turns()) if transcript is not None else 0,
+        findings=findings,
     )
 
 

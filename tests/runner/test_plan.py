@@ -276,13 +276,25 @@ def test_seed_and_counterpart(loaded: LoadedSuite) -> None:
     assert specs["flaky"].counterpart_target is None
 
 
-def test_red_team_adds_no_test_until_playbooks_exist() -> None:
+def test_red_team_adds_one_test_per_attack_after_the_suites_own() -> None:
     loaded = small(
         [{"name": "t", "target": "api"}],
-        red_team={"target": "api", "agent": "Shop support", "playbooks": ["prompt_injection"]},
+        red_team={"target": "api", "agent": "Shop support", "playbooks": ["prompt_injection"], "repeat": 2},
     )
-    assert red_team_tests(loaded.suite) == []
-    assert [s.test_id for s in plan(loaded)] == ["t"]
+    names = [t.name for t in red_team_tests(loaded.suite)]
+    assert names == [
+        "red_team/prompt_injection/direct_override",
+        "red_team/prompt_injection/document_injection",
+    ]
+    specs = plan(loaded)
+    assert [s.run_id for s in specs] == [
+        "t",
+        "red_team/prompt_injection/direct_override#1",
+        "red_team/prompt_injection/direct_override#2",
+        "red_team/prompt_injection/document_injection#1",
+        "red_team/prompt_injection/document_injection#2",
+    ]
+    assert "attack" not in specs[0].extra and specs[1].extra["attack"].attack == "direct_override"
 
 
 def test_ids_made_equal_by_cases_are_an_error() -> None:
