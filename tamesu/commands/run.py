@@ -59,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="PATH", help="also write JUnit XML to PATH")
     parser.add_argument("--json", metavar="PATH", help="also write the whole invocation as JSON to PATH")
     parser.add_argument(
+        "--sarif", metavar="PATH", help="also write the red-team findings as SARIF 2.1.0 to PATH"
+    )
+    parser.add_argument(
         "--update-golden", action="store_true", help="write golden files instead of comparing"
     )
     parser.add_argument(
@@ -114,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             output=args.output,
             junit=args.junit,
             json=args.json,
+            sarif=args.sarif,
             update_golden=args.update_golden,
             fail_fast=args.fail_fast,
             cache=args.cache_dir or args.cache,

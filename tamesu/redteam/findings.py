@@ -16,12 +16,12 @@ import msgspec
 if TYPE_CHECKING:
     from tamesu.transcript import Transcript
 
-__all__ = ["SEVERITY_ORDER", "Finding", "by_severity", "findings_of"]
+__all__ = ["SEVERITY_ORDER", "Finding", "by_severity", "finding_line", "findings_of", "severity_counts"]
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 EVIDENCE_LIMIT = 600
 """Characters of evidence kept per finding (agent output is untrusted and unbounded)."""
-_TURN = re.compile(r"^turn (\d+):")
+_TURN = re.compile(r"^turn (\d+): ?")
 
 
 class Finding(msgspec.Struct, kw_only=True):
@@ -36,6 +36,7 @@ class Finding(msgspec.Struct, kw_only=True):
     tactic: str | None = None
     """The tactic of the user turn that got that answer."""
     evidence: str = ""
+    suite: str = ""
     test_id: str = ""
     run_id: str = ""
     file: str = ""
@@ -83,6 +84,8 @@ def findings_of(spec: Any, results: Sequence[Any], transcript: Transcript | None
         turn = _turn_of(r)
         detector = r.name.removeprefix("detector:")
         evidence = r.actual if r.actual not in (None, "") else r.message
+        if isinstance(evidence, str):
+            evidence = _TURN.sub("", evidence).lstrip()
         out.append(
             Finding(
                 playbook=plan.playbook,
@@ -93,6 +96,7 @@ def findings_of(spec: Any, results: Sequence[Any], transcript: Transcript | None
                 turn=turn,
                 tactic=_tactic(transcript, turn),
                 evidence=_text(evidence),
+                suite=spec.suite,
                 test_id=spec.test_id,
                 run_id=spec.run_id,
                 file=plan.file,
@@ -109,3 +113,22 @@ def by_severity(findings: Iterable[Finding]) -> list[Finding]:
         findings,
         key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.test_id, f.run_id, f.turn or 0),
     )
+
+
+def severity_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """Findings per severity, every severity present (zero when none)."""
+    out = dict.fromkeys(SEVERITY_ORDER, 0)
+    for f in findings:
+        out[f.severity] = out.get(f.severity, 0) + 1
+    return out
+
+
+def finding_line(f: Finding) -> str:
+    """``HIGH red_team/p/a: detector at agent turn 2 (tactic: reframe): evidence``, for people."""
+    where = f"at agent turn {f.turn}" if f.turn is not None else "in the conversation"
+    tactic = f" (tactic: {f.tactic})" if f.tactic else ""
+    run = f.run_id if f.run_id != f.test_id else f.test_id
+    evidence = " ".join(f.evidence.split())
+    if len(evidence) > 200:
+        evidence = evidence[:199] + "…"
+    return f"{f.severity.upper()} {run}: {f.detector} {where}{tactic}: {evidence}"

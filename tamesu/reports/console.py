@@ -4,7 +4,7 @@ Rich is imported only when a reporter is made, so ``import tamesu`` stays light.
 there is a progress bar (done/total, passed, failed, errors, elapsed, ETA); anywhere else (CI logs,
 pipes) one plain line per finished run. The summary is a table per test, then for each failure
 the failing assertion with expected vs seen and the last turns of the conversation, then each
-error's message, then one line of totals. Every string printed passes through the redactor, then
+error's message, then the red-team findings by severity, then one line of totals. Every string printed passes through the redactor, then
 ``printable``: what an agent said never reaches the terminal as control sequences.
 """
 
@@ -170,6 +170,7 @@ class ConsoleReporter(Reporter):
                 self._failure(t, result.run_dir)
             elif t.verdict == "error":
                 self._error(t)
+        self._findings(result)
         style = "red" if result.exit_code else "green"
         self.console.print(self._text(final_line(result), f"bold {style}"))
         if result.run_dir is not None:
@@ -227,6 +228,20 @@ class ConsoleReporter(Reporter):
             if len(text) > 300:
                 text = text[:297] + "..."
             self.console.print(self._text(f"    {who}: {text}", "dim" if turn.role == "user" else ""))
+
+    def _findings(self, result: InvocationResult) -> None:
+        """Red-team findings, most severe first: attack, detector, turn, tactic, evidence."""
+        from tamesu.redteam.findings import by_severity, finding_line, severity_counts
+
+        findings = by_severity(f for r in result.results for f in r.findings)
+        if not findings:
+            return
+        counts = ", ".join(f"{n} {sev}" for sev, n in severity_counts(findings).items() if n)
+        self.console.print()
+        self.console.print(self._text(f"Red-team findings: {counts}", "bold red"))
+        for f in findings:
+            style = "red" if f.severity in ("critical", "high") else "yellow"
+            self.console.print(self._text(f"  {finding_line(f)}", style))
 
     def _error(self, t: TestVerdict) -> None:
         self.console.print()

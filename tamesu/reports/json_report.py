@@ -1,8 +1,9 @@
 """``--json PATH`` and the run directory's summary.json: the invocation as plain, redacted JSON.
 
 The JSON report holds everything (tests, verdicts, every run with its assertion results and
-metrics) so that other tools never need to read results.jsonl; the summary is the same without
-the runs, small enough to read at a glance.
+metrics, the red-team findings most severe first) so that other tools never need to read
+results.jsonl; the summary is the same without the runs (findings counted by severity), small
+enough to read at a glance.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+
+from tamesu.redteam.findings import by_severity, severity_counts
 
 if TYPE_CHECKING:
     from tamesu.runner.api import InvocationResult
@@ -87,6 +90,7 @@ def summary(result: InvocationResult) -> dict[str, Any]:
         "runs": len(result.results),
         "attempts": len(result.attempts),
         "tests": [_test(t, runs=False) for t in result.tests],
+        "findings": severity_counts(f for r in result.results for f in r.findings),
     }
 
 
@@ -95,6 +99,9 @@ def invocation_dict(result: InvocationResult, *, redactor: Redactor | None = Non
     data = summary(result)
     data["settings"] = result.settings
     data["tests"] = [_test(t, runs=True) for t in result.tests]
+    data["findings"] = [
+        msgspec.to_builtins(f) for f in by_severity(f for r in result.results for f in r.findings)
+    ]
     return redactor.redact_obj(data) if redactor else data  # type: ignore[no-any-return]
 
 

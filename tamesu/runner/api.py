@@ -61,6 +61,8 @@ class RunOptions:
     output: str | Path | None = None
     junit: str | Path | None = None
     json: str | Path | None = None
+    sarif: str | Path | None = None
+    """Also write the red-team findings as SARIF 2.1.0 to this path."""
     update_golden: bool = False
     fail_fast: bool = False
     cache: bool | str | Path = False
@@ -458,3 +460,7 @@ def _write_reports(
         write_junit(result, opts.junit, redactor=redactor)
     if opts.json:
         write_json(result, opts.json, redactor=redactor)
+    if opts.sarif:
+        from tamesu.redteam.sarif import write_sarif
+
+        write_sarif(result, opts.sarif, redactor=redactor)
