@@ -52,6 +52,7 @@ COMMANDS: dict[str, str] = {
     "show": "print one run's transcript, assertions and captures",
     "history": "list the invocations recorded in the project's history",
     "diff": "compare two invocations: regressions, fixes, latency, cost, flaky tests",
+    "playbooks": "list the red-team playbooks with their attacks, tactics and detectors",
 }
 """Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
 
