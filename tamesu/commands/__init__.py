@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "history": "list the invocations recorded in the project's history",
     "diff": "compare two invocations: regressions, fixes, latency, cost, flaky tests",
     "playbooks": "list the red-team playbooks with their attacks, tactics and detectors",
+    "generate": "draft tests from the agent's description with the scenario_generator model",
 }
 """Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
 
