@@ -165,6 +165,7 @@ def _check_playbooks(ctx: _Ctx, data: dict[str, Any]) -> None:
     if not isinstance(red_team, dict) or not isinstance(red_team.get("playbooks"), list):
         return
     names = red_team["playbooks"]
+    from tamesu.redteam.expand import is_audio
     from tamesu.redteam.registry import get_playbook, playbook_names, unknown_names
 
     unknown = set(unknown_names([n for n in names if isinstance(n, str)]))
@@ -175,8 +176,7 @@ def _check_playbooks(ctx: _Ctx, data: dict[str, Any]) -> None:
             hint = did_you_mean(name, known) or f"playbooks: {', '.join(known)}"
             ctx.error(f"unknown playbook '{name}'", ("red_team", "playbooks", i), hint=hint)
         elif isinstance(name, str) and isinstance(target, dict) and get_playbook(name).requires == "audio":
-            kind, mode = target.get("type"), target.get("mode")
-            if kind not in _AUDIO_ONLY and not (kind in _AUDIO_MODE and mode == "audio"):
+            if not is_audio(target.get("type"), target.get("mode")):
                 ctx.error(
                     f"the {name} playbook attacks calls, and target '{red_team.get('target')}' is not an audio target",
                     ("red_team", "playbooks", i),

@@ -19,7 +19,7 @@ from tamesu.redteam.registry import get_playbook, playbook_names, unknown_names
 if TYPE_CHECKING:
     from tamesu.config import RedTeam, Suite, Test
 
-__all__ = ["AttackTest", "is_audio_target", "red_team_attacks", "test_name", "tool_names"]
+__all__ = ["AttackTest", "is_audio", "is_audio_target", "red_team_attacks", "test_name", "tool_names"]
 
 Where = Callable[..., tuple[str, int, int]]
 
@@ -39,10 +39,13 @@ def test_name(playbook: str, attack: str) -> str:
     return f"red_team/{playbook}/{attack}"
 
 
+def is_audio(kind: object, mode: object) -> bool:
+    """A call: a telephony target type, or realtime / pipecat / livekit in audio mode."""
+    return kind in _AUDIO_ONLY or (kind in _AUDIO_MODE and mode == "audio")
+
+
 def is_audio_target(target: Any) -> bool:
-    """A call: a telephony target, or a realtime / pipecat / livekit target in audio mode."""
-    kind = getattr(target, "type", None)
-    return kind in _AUDIO_ONLY or (kind in _AUDIO_MODE and getattr(target, "mode", None) == "audio")
+    return is_audio(getattr(target, "type", None), getattr(target, "mode", None))
 
 
 def tool_names(target: Any) -> list[str]:
