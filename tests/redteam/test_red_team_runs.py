@@ -118,6 +118,23 @@ async def test_encoding_finds_the_agent_that_answers_in_base64(tmp_path: Path) -
     assert {t.split("/")[1] for t in found} == {"encoding"}
 
 
+@pytest.mark.parametrize(
+    ("weakness", "targeted"),
+    [
+        ("obedient", {"prompt_injection", "jailbreak", "authority_impersonation", "encoding", "out_of_scope", "harmful_content"}),
+        ("oversharer", {"pii_extraction", "crescendo"}),
+        ("pushover", {"policy_drift", "crescendo"}),
+    ],
+)  # fmt: skip
+async def test_each_playbook_finds_the_weakness_it_targets_and_only_that(
+    tmp_path: Path, weakness: str, targeted: set[str]
+) -> None:
+    found = findings(await red_team(tmp_path, weakness))
+    assert {t.split("/")[1] for t in found} == targeted
+    for runs in found.values():
+        assert all(f.turn is not None and f.tactic and f.evidence for f in runs)
+
+
 @pytest.fixture
 async def model_server() -> AsyncIterator[ModelServer]:
     async with serve_model_server() as server:
