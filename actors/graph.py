@@ -261,6 +261,33 @@ class RunGraph:
         )
 
     async def _run(self) -> None:
+        remote = None
+        try:
+            if self.spec.remote_agents:
+                try:
+                    remote = await self._serve_remote_agents()
+                except Exception as exc:
+                    self._fail_exc(exc)
+                    return
+            await self._run_actors()
+        finally:
+            if remote is not None:
+                await remote.close()
+
+    async def _serve_remote_agents(self) -> Any:
+        """The run's remote agents, served before its target starts (``{{remote.NAME.url}}``)."""
+        from tamesu.remote_agents.serve import RemoteAgents
+
+        return await RemoteAgents.open(
+            self.spec.remote_agents,
+            scope=self.scope,
+            transcript=self.transcript,
+            clock=self.clock,
+            limits=self.spec.limits,
+            http=self.services.http,
+        )
+
+    async def _run_actors(self) -> None:
         try:
             actors = self._build()
         except _ConfigProblem as exc:

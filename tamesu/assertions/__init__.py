@@ -54,6 +54,7 @@ BUILTIN: dict[str, str] = {
     "grounded": "tamesu.assertions.graded:grounded",
     "evaluator": "tamesu.assertions.evaluators:run_evaluator",
     "dtmf_received": "tamesu.assertions.voice:dtmf_received",
+    "delegated_to": "tamesu.assertions.delegation:delegated_to",
 }
 """The built-in kinds, by assertion key -> the evaluator's ``module:function``."""
 

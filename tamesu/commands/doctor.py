@@ -72,6 +72,7 @@ def checks() -> list[Check]:
         rows.append(_dist(dist, "voice", extra.format("voice")))
     rows.append(_any_dist(("webrtcvad-wheels", "webrtcvad"), "voice", extra.format("voice")))
     rows[-1].name = "webrtcvad"
+    rows.append(_dist("a2a-sdk", "a2a", extra.format("a2a")))
     for dist in ("livekit", "livekit-api"):
         rows.append(_dist(dist, "livekit", extra.format("livekit")))
     rows.append(

@@ -392,7 +392,8 @@ def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
     needs: list[ModelNeed] = []
     for i, test in _tests(data):
         scenario = test.get("scenario")
-        if isinstance(scenario, dict) and scenario.get("goal"):
+        if isinstance(scenario, dict) and scenario.get("goal") and not test.get("counterpart"):
+            # with a counterpart, the other agent answers the goal: no model plays the user
             needs.append(ModelNeed(("tests", i, "scenario", "goal"), "simulator", "a scenario goal"))
         if isinstance(scenario, dict) and scenario.get("stop_when"):
             needs.append(ModelNeed(("tests", i, "scenario", "stop_when"), "judge", "a stop_when condition"))

@@ -35,13 +35,13 @@ _SHARED = ("hooks", "defaults")
 """Parts of a suite (and of tamesu.yaml) that every test runs."""
 _AUDIO_ONLY = frozenset({"voice", "twilio", "sip"})
 _AUDIO_MODE = frozenset({"realtime", "pipecat", "livekit"})
-BUILTIN_ADAPTERS = frozenset({"rest", "model", "realtime", "pipecat", "voice", "twilio"})
+BUILTIN_ADAPTERS = frozenset({"rest", "model", "realtime", "pipecat", "voice", "twilio", "a2a"})
 """Target types tamesu registers an adapter for, known without importing the registry (a test keeps
 it equal to the registry's built-ins); any other type is looked up in the registry."""
 BUILTIN_EVALUATORS = frozenset({
     "contains", "not_contains", "regex", "not_regex", "tool_called", "tool_not_called", "tool_sequence",
     "json_path", "status", "turns", "captured", "handoff", "metric", "golden", "http", "command", "custom",
-    "judge", "similar_to", "grounded", "evaluator", "dtmf_received",
+    "judge", "similar_to", "grounded", "evaluator", "dtmf_received", "delegated_to",
 })  # fmt: skip
 """Assertion kinds with a built-in evaluator (``tamesu.assertions.BUILTIN``), likewise."""
 
@@ -242,6 +242,7 @@ def check_environment(
     _adapters(report, data)
     _evaluators(report, data)
     _voice(report, data)
+    _a2a(report, data)
     return report.out
 
 
@@ -366,3 +367,40 @@ def _voice(report: _Report, data: Mapping[str, Any]) -> None:
                     ("tests", i, "languages", k) if listed else ("tests", i, "persona", "language")
                 )
                 report.add(why, where, tests=(i,), language=language if listed else None)
+
+
+def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
+    """a2a targets, and the tests that serve remote agents, need the a2a extra (the A2A SDK)."""
+    agents = _mapping(data.get("remote_agents"))
+    a2a_targets = [name for name, t in report.reach.targets.items() if _get(t, "type") == "a2a"]
+    if not agents and not a2a_targets:
+        return
+    from tamesu.extras import EXTRAS
+
+    extra = EXTRAS["a2a"]
+    missing = extra.missing()
+    if not missing:
+        return
+    why = f"needs the a2a extra ({', '.join(missing)} not installed)"
+    for name in a2a_targets:
+        report.add(f"an a2a target {why}", ("targets", name, "type"), kind="extra", hint=extra.install)
+    for name, agent in agents.items():
+        report.add(
+            f"serving remote agent {name} {why}", ("remote_agents", name), kind="extra", hint=extra.install,
+            tests=None if _get(agent, "addr") else _serving(report.reach, name),
+        )  # fmt: skip
+
+
+def _serving(reach: Reach, agent: str) -> tuple[int, ...]:
+    """The tests that name remote agent ``agent`` (a template or a delegated_to), so serve it."""
+    out = []
+    for i, test in reach.tests:
+        named = any(n.split(".")[:2] == ["remote", agent] for n in reach.uses.get(i, ()))
+        delegated = any(
+            isinstance(item, Mapping)
+            and agent in (_get(item, "delegated_to"), _get(item, "delegated_to", "agent"))
+            for item in test.get("assert") or []
+        )
+        if named or delegated:
+            out.append(i)
+    return tuple(out)

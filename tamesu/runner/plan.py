@@ -17,6 +17,7 @@ from tamesu.durations import parse_duration
 from tamesu.errors import ConfigError, UsageError
 from tamesu.limits import Limits
 from tamesu.packs import expand_packs
+from tamesu.remote_agents import served
 from tamesu.runner.expand import expand_test
 from tamesu.runner.spec import NamedAssertion, RunSpec
 
@@ -95,6 +96,9 @@ def plan(
         prefix = "red_team/" if attack is not None else ""
         own = name_assertions(test.assert_ or [], prefix=prefix, suite_packs=suite.packs, file=file)
         assertions = _numbered([*own, *shared])
+        remote = served(
+            suite.remote_agents, target=target, counterpart=counterpart, test=test, assertions=assertions
+        )
         defaults = effective_defaults(project, suite, test)
         repeats = repeat_override or defaults.repeat
         template = RunSpec(
@@ -115,6 +119,7 @@ def plan(
             models=models,
             quarantine=quarantine_reason(test.quarantine, today),
             counterpart_target=counterpart,
+            remote_agents=remote,
             limits=limits,
         )
         for expanded in expansions:

@@ -75,6 +75,8 @@ class RunSpec:
     quarantine: str | None = None
     """The reason, while the test's quarantine is in force."""
     counterpart_target: Target | None = None
+    remote_agents: dict[str, Any] = field(default_factory=dict)
+    """The suite's remote agents this run serves, by name (``tamesu.remote_agents.served``)."""
     limits: Limits = DEFAULT_LIMITS
     """What the run reads from its agent and keeps of it (tamesu.yaml ``limits:``)."""
     extra: dict[str, Any] = field(default_factory=dict)

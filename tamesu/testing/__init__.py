@@ -1,6 +1,7 @@
 """Fakes for tests, shipped with tamesu so users can test their suites the way tamesu tests itself.
 
-``serve_echo_agent`` runs a scripted echo agent on loopback; ``serve_model_server`` runs a
+``serve_echo_agent`` runs a scripted echo agent on loopback; ``serve_a2a_agent`` a scripted A2A
+agent on the a2a-sdk's server classes (the ``a2a`` extra); ``serve_model_server`` runs a
 scripted model server speaking the OpenAI wire format; ``serve_realtime_server`` replays recorded
 OpenAI Realtime API event sequences over a websocket. Each loads its server library only when first used.
 """
@@ -11,23 +12,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tamesu.testing.a2a_agent import A2AAgent, serve_a2a_agent
     from tamesu.testing.agents import EchoAgent, RecordedRequest, serve_echo_agent
     from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
     from tamesu.testing.realtime_server import RealtimeServer, load_recording, serve_realtime_server
 
 __all__ = [
+    "A2AAgent",
     "EchoAgent",
     "ModelServer",
     "RealtimeServer",
     "RecordedRequest",
     "Reply",
     "load_recording",
+    "serve_a2a_agent",
     "serve_echo_agent",
     "serve_model_server",
     "serve_realtime_server",
 ]
 
 _WHERE = {
+    "A2AAgent": "a2a_agent",
+    "serve_a2a_agent": "a2a_agent",
     "EchoAgent": "agents",
     "RecordedRequest": "agents",
     "serve_echo_agent": "agents",

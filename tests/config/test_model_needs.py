@@ -107,3 +107,20 @@ def test_validate_warns_and_run_skips_only_that_test(
     )
     assert judged.turns == 0, "a test that cannot run never talks to the agent"
     assert plain.outcome == "error" and "connection refused" in (plain.error or ""), "the other test ran"
+
+
+def test_a_goal_answered_by_a_counterpart_needs_no_model(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(
+        """
+suite: talk
+targets:
+  buyer: { type: rest, url: "http://127.0.0.1:9/chat" }
+  seller: { type: rest, url: "http://127.0.0.1:9/chat" }
+tests:
+  - name: two agents
+    target: buyer
+    counterpart: { target: seller }
+    scenario: { goal: "Agree on a price" }
+"""
+    )
+    assert validate_paths([tmp_path / "s.yaml"]).warnings == []
