@@ -145,13 +145,20 @@ async def worker_warmup(session: Any, url: str) -> None:
 
 
 async def with_tamesu(
-    url: str, conversations: int, concurrency: int, *, ray: bool, where: Path | None = None
+    url: str,
+    conversations: int,
+    concurrency: int,
+    *,
+    ray: bool,
+    where: Path | None = None,
+    suite_text: str | None = None,
 ) -> dict[str, float]:
     """``tamesu.run`` on a suite of one test repeated ``conversations`` times; timed from the first
     run started to the last run recorded (loading, Ray start-up and reports are left out).
 
     The run directory goes under ``where`` (kept: deleting thousands of files makes the next
-    measurement pay for the filesystem's discards), else a temporary directory."""
+    measurement pay for the filesystem's discards), else a temporary directory. ``suite_text``
+    replaces the REST suite (another benchmark's target, such as a2a)."""
     from tamesu.runner.api import run_async
     from tamesu.runner.scheduler import Reporter
 
@@ -180,7 +187,7 @@ async def with_tamesu(
         else:
             tmp = tempfile.mkdtemp(dir=where)
         suite = Path(tmp) / "bench.yaml"
-        suite.write_text(SUITE.format(url=url, t1=TURNS[0], t2=TURNS[1], t3=TURNS[2]))
+        suite.write_text(suite_text or SUITE.format(url=url, t1=TURNS[0], t2=TURNS[1], t3=TURNS[2]))
         clock = Clock()
         result = await run_async(
             [suite], reporter=clock, argv=["bench"], repeat=conversations, concurrency=concurrency,

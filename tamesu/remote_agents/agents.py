@@ -138,9 +138,21 @@ class ForwardingAgent(AgentExecutor):
         upstream.context_id = self.contexts.get(ours_context, "")
         upstream.task_id = self.tasks.pop(ours_task, "")
         answer = Answer()
-        async for event in self.client.send_message(SendMessageRequest(message=upstream), context=self.call):
-            answer.add(event)
-        await self._settle(answer)
+        try:
+            async for event in self.client.send_message(
+                SendMessageRequest(message=upstream), context=self.call
+            ):
+                answer.add(event)
+            await self._settle(answer)
+        except Exception as exc:
+            # the agent under test sees a failed task; the transcript says why
+            text = f"forwarding failed: {type(exc).__name__}: {exc}"
+            self.recording.add(
+                self.name, "replied", text=text, state="failed", context=ours_context, task=ours_task
+            )
+            updater = await _open_task(context, event_queue)
+            await _finish(updater, [Part(text=text)], TaskState.TASK_STATE_FAILED)
+            return
         if answer.context_id:
             self.contexts[ours_context] = answer.context_id
         updater = await _open_task(context, event_queue)

@@ -2,7 +2,7 @@
 
 ``RemoteAgents.open`` renders each agent's ``token``, ``forward`` and ``headers`` in the run's
 scope (secrets included), mounts the agent on the shared server of its address, and sets
-``{{remote.NAME.url}}`` (and ``{{remote.NAME.card_url}}``) where the target's configuration can
+``{{remote.NAME.url}}`` (also ``{{remote.NAME}}``, and ``{{remote.NAME.card_url}}``) where the target's configuration can
 render it. ``close`` unmounts them; what they heard is already in the transcript.
 """
 
@@ -100,6 +100,7 @@ class RemoteAgents:
         )
         mount.app = _app(handler, card)
         self.urls[name] = url
+        scope.set(f"remote.{name}", url)
         scope.set(f"remote.{name}.url", url)
         scope.set(f"remote.{name}.card_url", url + ".well-known/agent-card.json")
 

@@ -16,6 +16,7 @@ import asyncio
 import hmac
 import json
 import socket
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,11 @@ class Mount:
 class RemoteServer:
     """One address's server and the agents mounted on it; see the module docstring."""
 
-    _all: dict[tuple[int, str], RemoteServer] = {}
+    _all: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, RemoteServer]] = (
+        weakref.WeakKeyDictionary()
+    )
+    """Each event loop's servers by address; kept while the loop lives, so runs waiting for a
+    fixed address wait on the one lock that address has."""
 
     def __init__(self, addr: str) -> None:
         self.addr = addr
@@ -69,10 +74,10 @@ class RemoteServer:
 
     @classmethod
     def shared(cls, addr: str) -> RemoteServer:
-        key = (id(asyncio.get_running_loop()), addr)
-        if key not in cls._all:
-            cls._all[key] = cls(addr)
-        return cls._all[key]
+        servers = cls._all.setdefault(asyncio.get_running_loop(), {})
+        if addr not in servers:
+            servers[addr] = cls(addr)
+        return servers[addr]
 
     async def add(self, mount: Mount) -> None:
         async with self._start_lock:
@@ -86,7 +91,6 @@ class RemoteServer:
                 del self.mounts[mount.prefix]
             if not self.mounts and self._server is not None:
                 server, self._server = self._server, None
-                self._all.pop((id(asyncio.get_running_loop()), self.addr), None)
                 await _stop(server)
 
     async def _start(self) -> None:

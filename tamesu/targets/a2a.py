@@ -183,9 +183,21 @@ class A2ATarget(TargetAdapter):
             )
 
     def _error(self, exc: Exception) -> TargetError:
+        """An SDK error as the run's error; a 4xx answer (but 408 / 429) will not change on a retry."""
+        import httpx
+
         from tamesu.targets.a2a_connect import describe
 
-        return TargetError(f"the agent at {self.url} answered with an error: {describe(exc)}", retryable=True)
+        cause: BaseException | None = exc
+        status = None
+        while cause is not None and status is None:
+            if isinstance(cause, httpx.HTTPStatusError):
+                status = cause.response.status_code
+            cause = cause.__cause__
+        retryable = status is None or status >= 500 or status in (408, 429)
+        return TargetError(
+            f"the agent at {self.url} answered with an error: {describe(exc)}", retryable=retryable
+        )
 
 
 class _Exchange:

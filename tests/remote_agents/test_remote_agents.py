@@ -93,9 +93,10 @@ async def test_a_token_guards_every_request_but_the_public_card(harness, serve_r
     assert card["securitySchemes"] == {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
     assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
     assert rest.status_code == 401
-    with pytest.raises(TargetError, match="401"):
-        t = await harness.target({"type": "a2a", "url": url})
+    t = await harness.target({"type": "a2a", "url": url})
+    with pytest.raises(TargetError, match="401") as refused_turn:
         await say(t, "hello")
+    assert refused_turn.value.retryable is False
     t = await harness.target(
         {"type": "a2a", "url": url, "headers": {"Authorization": "Bearer {{secrets.T}}"}},
         secrets={"T": "tok-123"},
@@ -190,3 +191,15 @@ async def test_servers_stop_when_their_last_run_leaves(serve_remote) -> None:
     async with httpx.AsyncClient() as http:
         with pytest.raises(httpx.ConnectError):
             await http.get(url + ".well-known/agent-card.json")
+
+
+async def test_a_real_agent_that_cannot_be_reached_is_a_failed_task_and_is_recorded(
+    harness, serve_remote, closed_port: int
+) -> None:
+    served, transcript = await serve_remote({"billing": {"forward": f"http://127.0.0.1:{closed_port}/"}})
+    t = await harness.target({"type": "a2a", "url": served.urls["billing"]})
+    with pytest.raises(TargetError, match="the agent's task ended failed: forwarding failed"):
+        await say(t, "hello")
+    (received, replied) = [e for e in transcript.events if e["type"] == "a2a_remote"]
+    assert received["text"] == "hello"
+    assert replied["state"] == "failed" and replied["text"].startswith("forwarding failed: ")

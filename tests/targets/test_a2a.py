@@ -184,7 +184,9 @@ async def test_the_push_listener_reads_only_its_sessions_notifications_within_th
     import httpx
 
     async with serve_a2a_agent(push=True) as agent:
-        t = await harness.target({"type": "a2a", "url": agent.url, "push": True}, limits=Limits(answer_size=1_000))
+        t = await harness.target(
+            {"type": "a2a", "url": agent.url, "push": True}, limits=Limits(answer_size=1_000)
+        )
         token = {"X-A2A-Notification-Token": t.push.token}
         async with httpx.AsyncClient() as http:
             stranger = await http.post(t.push.url, json={"task": {"id": "x"}})
@@ -195,3 +197,14 @@ async def test_the_push_listener_reads_only_its_sessions_notifications_within_th
             await t.push.next()
         with pytest.raises(TargetError, match="cannot read"):
             await t.push.next()
+
+
+@pytest.mark.unit
+def test_doctor_reports_the_installed_a2a_sdk() -> None:
+    from importlib.metadata import version
+
+    from tamesu.commands.doctor import checks
+
+    rows = {(r.part, r.name): r for r in checks()}
+    assert rows["a2a", "a2a-sdk"].ok and rows["a2a", "a2a-sdk"].found == version("a2a-sdk")
+    assert rows["extra", "a2a"].ok and "remote_agents" in rows["extra", "a2a"].enables
