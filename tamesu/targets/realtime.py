@@ -93,34 +93,53 @@ def kept(event: dict[str, Any]) -> bool:
     return not str(event.get("type", "")).endswith(".delta")
 
 
+_ITEM_EVENTS = ("response.output_item.added", "response.output_item.done", "conversation.item.created")
+
+
 @dataclass
 class Calls:
-    """The function calls of one response, by call id, as they are announced."""
+    """The function calls of one response, by call id, as they are announced.
+
+    Beta's ``response.function_call_arguments.done`` carries no ``name``: a call's name comes from
+    its output item (``response.output_item.added`` / ``.done``, ``conversation.item.created``),
+    whichever of them arrives first.
+    """
 
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    """Function names by call id and by item id, from every function call item seen."""
 
-    def add(self, event: dict[str, Any]) -> None:
+    def add(self, event: dict[str, Any], *, item_id: Any = None) -> None:
         call_id = str(event.get("call_id") or f"call_{len(self.pending) + 1}")
-        if call_id not in self.pending:
-            self.pending[call_id] = {
-                "name": str(event.get("name") or ""),
-                "arguments": event.get("arguments"),
-            }
+        name = str(event.get("name") or "")
+        if name:
+            self.names[call_id] = name
+            if item_id:
+                self.names[str(item_id)] = name
+        call = self.pending.setdefault(call_id, {"name": "", "arguments": None, "item_id": item_id})
+        call["name"] = call["name"] or name
+        if call["arguments"] in (None, ""):
+            call["arguments"] = event.get("arguments")
 
     def see(self, kind: str, event: dict[str, Any]) -> None:
-        """Pick calls out of ``response.function_call_arguments.done``, ``output_item.done`` and ``response.done``."""
+        """Pick calls out of ``response.function_call_arguments.done``, the output item events and ``response.done``."""
         if kind == "response.function_call_arguments.done":
-            self.add(event)
-        elif kind == "response.output_item.done" and isinstance(event.get("item"), dict):
-            if event["item"].get("type") == "function_call":
-                self.add(event["item"])
+            self.add(event, item_id=event.get("item_id"))
+        elif kind in _ITEM_EVENTS and isinstance(event.get("item"), dict):
+            item = event["item"]
+            if item.get("type") == "function_call":
+                self.add(item, item_id=item.get("id"))
         elif kind == "response.done" and isinstance(event.get("response"), dict):
             for item in event["response"].get("output") or []:
                 if isinstance(item, dict) and item.get("type") == "function_call":
-                    self.add(item)
+                    self.add(item, item_id=item.get("id"))
 
     def take(self) -> dict[str, dict[str, Any]]:
+        """The calls announced since the last take, each named from its item when its event had no name."""
         out, self.pending = self.pending, {}
+        for call_id, call in out.items():
+            item_id = call.pop("item_id", None)
+            call["name"] = call["name"] or self.names.get(call_id) or self.names.get(str(item_id), "")
         return out
 
 

@@ -15,7 +15,10 @@ and differ in the session shape and the names of the output events:
 | spoken words             | ``response.output_audio_transcript.*``           | ``response.audio_transcript.*``            |
 
 The adapter reads beta events under their GA names (``canonical``) and lets ``Dialect`` write
-the events whose shape differs.
+the events whose shape differs. A suite's ``session_update`` may use either session shape (the
+reference's own examples use the flat beta keys, ``voice: alloy``): ``Dialect.session_shape`` moves
+each key to where the target's dialect has it (``FLAT_TO_GA``), and a key given in the dialect's own
+shape wins over the same setting given in the other.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ __all__ = [
     "AUDIO_FORMATS",
     "BETA_TO_GA",
     "DEFAULT_URL",
+    "FLAT_TO_GA",
     "Dialect",
     "DialectName",
     "canonical",
@@ -62,6 +66,71 @@ _GA_FORMAT: dict[str, dict[str, Any]] = {
     "g711_ulaw": {"type": "audio/pcmu"},
     "g711_alaw": {"type": "audio/pcma"},
 }
+
+
+FLAT_TO_GA: dict[str, tuple[str, ...]] = {
+    "voice": ("audio", "output", "voice"),
+    "speed": ("audio", "output", "speed"),
+    "output_audio_format": ("audio", "output", "format"),
+    "input_audio_format": ("audio", "input", "format"),
+    "turn_detection": ("audio", "input", "turn_detection"),
+    "input_audio_transcription": ("audio", "input", "transcription"),
+    "input_audio_noise_reduction": ("audio", "input", "noise_reduction"),
+    "modalities": ("output_modalities",),
+    "max_response_output_tokens": ("max_output_tokens",),
+}
+"""Flat (beta) session keys -> where the GA session has them."""
+
+
+def _ga_value(key: str, value: Any) -> Any:
+    """A flat key's value as the GA session holds it."""
+    if key.endswith("_audio_format") and isinstance(value, str) and value in _GA_FORMAT:
+        return dict(_GA_FORMAT[value])
+    if key == "modalities" and isinstance(value, list):
+        return ["audio"] if "audio" in value else ["text"]
+    if key == "turn_detection" and isinstance(value, Mapping) and "type" not in value:
+        return {"type": "server_vad", **value}
+    return copy.deepcopy(value)
+
+
+def _flat_value(key: str, value: Any) -> Any:
+    """A GA value as the flat (beta) key ``key`` holds it."""
+    if key.endswith("_audio_format") and isinstance(value, Mapping):
+        names = {fmt["type"]: name for name, fmt in _GA_FORMAT.items()}
+        return names.get(str(value.get("type")), value)
+    if key == "modalities" and isinstance(value, list):
+        return ["text", "audio"] if "audio" in value else ["text"]
+    return copy.deepcopy(value)
+
+
+def _to_ga(session: Mapping[str, Any]) -> dict[str, Any]:
+    moved: dict[str, Any] = {}
+    for key, path in FLAT_TO_GA.items():
+        if key in session:
+            node = moved
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+            node[path[-1]] = _ga_value(key, session[key])
+    return deep_merge(moved, {k: v for k, v in session.items() if k not in FLAT_TO_GA})
+
+
+def _to_beta(session: Mapping[str, Any]) -> dict[str, Any]:
+    rest = {k: copy.deepcopy(v) for k, v in session.items() if not (k == "type" and v == "realtime")}
+    moved: dict[str, Any] = {}
+    for key, path in FLAT_TO_GA.items():
+        node: Any = rest
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if isinstance(node, dict) and path[-1] in node:
+            moved[key] = _flat_value(key, node.pop(path[-1]))
+    audio = rest.get("audio")
+    if isinstance(audio, dict):
+        for side in ("input", "output"):
+            if audio.get(side) == {}:
+                del audio[side]
+        if not audio:
+            del rest["audio"]
+    return deep_merge(moved, rest)
 
 
 def canonical(event_type: str) -> str:
@@ -120,9 +189,14 @@ class Dialect:
             }
         return session
 
+    def session_shape(self, session: Mapping[str, Any]) -> dict[str, Any]:
+        """``session`` (a suite's ``session_update``) with every known key where this dialect has it."""
+        return _to_beta(session) if self.name == "beta" else _to_ga(session)
+
     def session_update(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The ``session.update`` event: the mode's settings with ``extra`` (session_update) merged in."""
-        return {"type": "session.update", "session": deep_merge(self.base_session(), extra or {})}
+        session = deep_merge(self.base_session(), self.session_shape(extra or {}))
+        return {"type": "session.update", "session": session}
 
     def server_vad(self, session: Mapping[str, Any]) -> bool:
         """Whether the server detects the end of the caller's speech (and answers by itself)."""

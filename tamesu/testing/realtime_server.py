@@ -15,7 +15,10 @@ per connection:
 
 Client events are validated against the ``openai`` package's event models of the dialect when it
 is installed (``validate=True``), and so are the recording's server events, so a recording that
-drifts from the documented shapes is caught. Everything unexpected lands in ``session.problems``.
+drifts from the documented shapes is caught. As the API does, the server answers a client event it
+cannot accept (a key its shape does not have, a wrong value) with an ``error`` event
+(``unknown_parameter``, ``invalid_value``) and otherwise ignores it: a replay waiting for it goes on
+waiting. Everything unexpected lands in ``session.problems``.
 
     async with serve_realtime_server(load_recording("text_turn.jsonl")) as server:
         ...  # a realtime target with url: server.url
@@ -28,14 +31,21 @@ import asyncio
 import base64
 import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["RealtimeServer", "ServerSession", "load_recording", "serve_realtime_server"]
+__all__ = [
+    "RealtimeServer",
+    "ServerSession",
+    "check_event",
+    "load_recording",
+    "rejection",
+    "serve_realtime_server",
+]
 
 Dialect = Literal["ga", "beta"]
 _FORMATS = {
@@ -87,21 +97,61 @@ def _models(dialect: Dialect, side: Literal["client", "server"]) -> dict[str, An
     return out
 
 
-def check_event(event: Mapping[str, Any], dialect: Dialect, side: Literal["client", "server"]) -> str | None:
-    """Why ``event`` is not a documented event of the dialect, or None (also when openai is absent)."""
+def _unknown(value: Any, path: str) -> Iterator[str]:
+    """The paths of keys no model field declares (the openai models accept them; the API does not)."""
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        for key in value.model_extra or {}:
+            yield f"{path}.{key}" if path else str(key)
+        for name, info in type(value).model_fields.items():
+            key = info.alias or name
+            yield from _unknown(getattr(value, name), f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _unknown(item, f"{path}[{i}]")
+
+
+def rejection(
+    event: Mapping[str, Any], dialect: Dialect, side: Literal["client", "server"]
+) -> tuple[str, str | None, str] | None:
+    """(code, param, message) the API answers ``event`` with when it is not a documented event, or None.
+
+    As the API does, a key the event's shape does not have is an ``unknown_parameter``; in a
+    server's ``session`` such keys are allowed, as the API's effective session carries some
+    (``object``, ``id``) the package does not model. None also when openai is not installed.
+    """
     models = _models(dialect, side)
     if not models:
         return None
     model = models.get(str(event.get("type")))
     if model is None:
-        return f"{side} event type {event.get('type')!r} is not in the {dialect} dialect"
+        return (
+            "invalid_value",
+            "type",
+            f"{side} event type {event.get('type')!r} is not in the {dialect} dialect",
+        )
     try:
-        model.model_validate(dict(event))
+        parsed = model.model_validate(dict(event))
     except Exception as exc:
         errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
         where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors[:3]) or str(exc)
-        return f"{side} event {event.get('type')}: {where}"
+        param = ".".join(map(str, errors[0]["loc"])) if errors else None
+        return "invalid_value", param, f"{side} event {event.get('type')}: {where}"
+    allowed = "session." if side == "server" else None
+    unknown = next((k for k in _unknown(parsed, "") if not (allowed and k.startswith(allowed))), None)
+    if unknown is not None:
+        return "unknown_parameter", unknown, f"Unknown parameter: '{unknown}'."
     return None
+
+
+def check_event(event: Mapping[str, Any], dialect: Dialect, side: Literal["client", "server"]) -> str | None:
+    """Why ``event`` is not a documented event of the dialect, or None (also when openai is absent)."""
+    rejected = rejection(event, dialect, side)
+    if rejected is None:
+        return None
+    code, _, message = rejected
+    return f"{side} event {event.get('type')}: {message}" if code == "unknown_parameter" else message
 
 
 def _subset(expected: Any, actual: Any) -> bool:
@@ -207,15 +257,26 @@ class RealtimeServer:
                     session.problems.append(f"client sent a frame that is not JSON: {str(frame)[:80]}")
                     continue
                 session.received.append(event)
-                if self.validate:
-                    problem = check_event(event, self.dialect, "client")
-                    if problem:
-                        session.problems.append(problem)
+                rejected = rejection(event, self.dialect, "client") if self.validate else None
+                if rejected is not None:
+                    session.problems.append(check_event(event, self.dialect, "client") or rejected[2])
+                    await ws.send(json.dumps(self._error(event, *rejected)))
+                    continue
                 self._track(session, event)
                 inbox.put_nowait(event)
         except ConnectionClosed:
             pass
         inbox.put_nowait(None)
+
+    def _error(self, event: Mapping[str, Any], code: str, param: str | None, message: str) -> dict[str, Any]:
+        """The ``error`` event the API sends for a client event it rejects."""
+        self._ids += 1
+        error = {"type": "invalid_request_error", "code": code, "message": message, "param": param}
+        return {
+            "type": "error",
+            "event_id": f"event_{self._ids}",
+            "error": {**error, "event_id": event.get("event_id")},
+        }
 
     def _track(self, session: ServerSession, event: Mapping[str, Any]) -> None:
         """Follow the session's audio formats and buffer the caller's audio."""

@@ -21,7 +21,7 @@ from tamesu.errors import TargetError
 from tamesu.secrets import REDACTED
 from tamesu.targets.realtime import model_url
 from tamesu.targets.realtime_events import Dialect, canonical, deep_merge
-from tamesu.testing.realtime_server import check_event, load_recording, serve_realtime_server
+from tamesu.testing.realtime_server import check_event, load_recording, rejection, serve_realtime_server
 
 FIXTURES = Path(__file__).parent / "fixtures" / "realtime"
 KEY = "sk-test-SECRET-0123456789"
@@ -183,6 +183,98 @@ async def test_ga_text_turns_tool_results_and_the_done_tool(harness) -> None:
     ]
     assert [r.result for r in harness.of_type(third, ToolResult)] == [{"ok": True}]
     assert len(session.of_type("response.create")) == 4
+
+
+@pytest.mark.unit
+def test_flat_session_keys_move_to_where_each_dialect_has_them() -> None:
+    flat = {
+        "voice": "alloy",
+        "modalities": ["text", "audio"],
+        "input_audio_format": "g711_ulaw",
+        "turn_detection": {"silence_duration_ms": 400},
+        "max_response_output_tokens": 200,
+    }
+    ga = Dialect("ga").session_shape(flat)
+    assert ga == {
+        "output_modalities": ["audio"],
+        "max_output_tokens": 200,
+        "audio": {
+            "output": {"voice": "alloy"},
+            "input": {
+                "format": {"type": "audio/pcmu"},
+                "turn_detection": {"type": "server_vad", "silence_duration_ms": 400},
+            },
+        },
+    }
+    assert Dialect("beta").session_shape(ga) == {
+        **flat,
+        "turn_detection": ga["audio"]["input"]["turn_detection"],
+    }
+    assert Dialect("beta").session_shape(flat) == flat
+    both = {"voice": "alloy", "audio": {"output": {"voice": "marin"}}, "type": "realtime"}
+    assert Dialect("ga").session_shape(both) == {"audio": {"output": {"voice": "marin"}}, "type": "realtime"}
+    assert Dialect("beta").session_shape(both) == {"voice": "alloy"}
+
+
+@pytest.mark.unit
+def test_the_server_rejects_a_key_the_session_does_not_have_as_the_api_does() -> None:
+    pytest.importorskip("openai")
+    event = {"type": "session.update", "session": {"type": "realtime", "voice": "alloy"}}
+    assert rejection(event, "ga", "client") == (
+        "unknown_parameter",
+        "session.voice",
+        "Unknown parameter: 'session.voice'.",
+    )
+    assert rejection(Dialect("ga").session_update({"voice": "alloy"}), "ga", "client") is None
+
+
+@pytest.mark.integration
+async def test_the_references_flat_session_keys_are_accepted_by_the_ga_api(harness) -> None:
+    async with serve_realtime_server(recording("ga_session_keys.jsonl")) as server:
+        t = await harness.target(
+            {
+                "type": "realtime",
+                "url": server.url,
+                "session_update": {
+                    "instructions": "You are the support agent",
+                    "voice": "alloy",
+                    "modalities": ["text"],
+                    "input_audio_format": "g711_ulaw",
+                    "output_audio_format": "g711_ulaw",
+                    "turn_detection": {"type": "server_vad", "silence_duration_ms": 400},
+                },
+            }
+        )
+        out = await harness.say(t, "Hi")
+        await t.stop()
+    assert server.sessions[0].problems == []
+    assert out[-1].text == "Hello."
+    assert (
+        server.sessions[0].of_type("session.update")[0]["session"]["instructions"]
+        == "You are the support agent"
+    )
+
+
+@pytest.mark.integration
+async def test_beta_tool_calls_are_named_from_their_output_item(harness) -> None:
+    async with serve_realtime_server(recording("beta_text_tools.jsonl"), dialect="beta") as server:
+        t = await harness.target(
+            {
+                "type": "realtime",
+                "url": server.url,
+                "protocol": "beta",
+                "tool_results": {"lookup_order": {"order": "{{args.order_id}}", "eta": "Friday"}},
+            }
+        )
+        out = await harness.say(t, "Where is order C3?")
+        await t.stop()
+    assert server.sessions[0].problems == []
+    assert [(c.name, c.args, c.id) for c in harness.of_type(out, ToolCall)] == [
+        ("lookup_order", {"order_id": "C3"}, "call_C1")
+    ]
+    assert [r.result for r in harness.of_type(out, ToolResult)] == [{"order": "C3", "eta": "Friday"}]
+    assert not [m for m in harness.of_type(out, RawResponse) if m.body.get("event") == "unknown_tool"]
+    assert out[-1].text == "Order C3 arrives on Friday."
 
 
 @pytest.mark.integration
