@@ -31,6 +31,7 @@ from tamesu.durations import format_duration, parse_duration
 from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
 from tamesu.simulator import make_simulator
+from tamesu.targets.faults import AgentFaults
 from tamesu.templates import Scope, render_text
 from tamesu.transcript import Transcript
 from tamesu.untrusted import json_bytes
@@ -115,6 +116,8 @@ class RunGraph:
             **self._opts,
         )
         self.adapter: TargetAdapter | None = None
+        self.faults = AgentFaults()
+        """The agent's faults its connect policy retried; the run's own agent error is added in ``outcome``."""
         self.router: ModelRouter | None = None
         self.ledger = _new_ledger()
         self.results: list[AssertionResult] = []
@@ -144,6 +147,7 @@ class RunGraph:
         if not self._graded:
             self._metrics()
         error = self._error or self.recorder.error
+        self.transcript.agent_faults = self.faults.total(self._agents_fault(error))
         redactor = self.services.redactor
         if self._graded and not redactor.found_in_json(self._encoded()):
             # final and free of secrets: nothing will change it, so no copy is needed
@@ -158,6 +162,18 @@ class RunGraph:
             error_kind=None if error is None else error.kind,
             retryable=False if error is None else error.retryable,
         )
+
+    def _agents_fault(self, error: ErrorMsg | None) -> str | None:
+        """The run's error when the agent caused it: an agent error, or the run's time running out
+        while the agent owed an answer (the last turn is the user's)."""
+        if error is None:
+            return None
+        if error.kind == "agent":
+            return error.message
+        turns = self.transcript.turns
+        if error.kind == "timeout" and turns and turns[-1].role == "user":
+            return f"timed out waiting for the agent: {error.message}"
+        return None
 
     def _encoded(self) -> bytes:
         """The transcript and results as JSON text, to look for secrets in (none: nothing to do)."""
@@ -203,6 +219,7 @@ class RunGraph:
             fuzz=dict(getattr(spec.test, "fuzz_tools", None) or {}),
             limits=spec.limits,
             extra={"spec": spec, "output_dir": self.services.output_dir},
+            faults=self.faults,
         )
         self.adapter = _adapter(target, ctx)
         counterpart = self._counterpart(ctx)
@@ -245,6 +262,7 @@ class RunGraph:
             turn_timeout=_turn_timeout(spec.counterpart_target),
             fuzz={},
             extra={"spec": spec, "counterpart": True},
+            faults=AgentFaults(),
         )
         return _adapter(spec.counterpart_target, cp_ctx)
 

@@ -81,6 +81,9 @@ class Transcript(msgspec.Struct, kw_only=True):
     duration: float = 0.0
     metrics: dict[str, float] = msgspec.field(default_factory=dict)
     events: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    agent_faults: dict[str, int] = msgspec.field(default_factory=dict)
+    """Every fault the agent produced in the run, retried or not, by kind (http_5xx, refused,
+    timeout, dropped, ...; see ``tamesu.targets.faults``)."""
 
     def agent_turns(self) -> list[Turn]:
         return [t for t in self.turns if t.role == "agent"]

@@ -186,8 +186,12 @@ async def serve_once(**options: Any) -> None:
 
 
 async def serve_forever(**options: Any) -> None:
-    """One session after another on the same port (tamesu's connect retries bridge the restart)."""
-    while True:
+    """One session after another on the same port (tamesu's connect retries bridge the restart).
+
+    Stops once cancelled, even when the session's runner took the cancellation as its own end.
+    """
+    task = asyncio.current_task()
+    while task is None or not task.cancelling():
         await serve_once(**options)
 
 

@@ -1,15 +1,15 @@
 """What a load test measures: one sample per call attempt, the running totals, windows over time.
 
 A ``CallSample`` is what the driver keeps of a call once its result is written: when it started
-and ended (seconds since the test started), how it ended, which fault when it failed to run, and
-each agent turn's latencies stamped with when the turn happened. Samples are appended to
+and ended (seconds since the test started), how it ended, which fault when it failed to run, each
+agent turn's latencies stamped with when the turn happened, and the agent's faults (every 5xx,
+refusal, timeout and drop, the ones the connect policy retried within a passing call included). Samples are appended to
 ``calls.jsonl`` next to results.jsonl, so the report and a resumed test are rebuilt from the run
 directory alone. Fault kinds name what an agent under load does wrong, so they are counted apart.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tamesu.metrics import percentile
+from tamesu.targets.faults import agent_fault
 
 if TYPE_CHECKING:
     from tamesu.runner.spec import RunResult
@@ -27,7 +28,6 @@ __all__ = ["SERIES", "CallSample", "LoadStats", "fault_kind", "sample_of", "wind
 SERIES = ("turn_latency_ms", "response_ms", "time_to_first_audio_ms")
 """The per-turn series a load test keeps; ``<series>_p95`` and the like are gated over all calls."""
 
-_STATUS = re.compile(r"answered (5\d\d)\b")
 _RECENT = 30.0
 """Seconds of recent samples the live view's percentiles are taken over."""
 
@@ -35,24 +35,15 @@ _RECENT = 30.0
 def fault_kind(result: RunResult) -> str | None:
     """What went wrong for an ``error`` result: refused, http_5xx, timeout, dropped, worker, ...
 
-    The agent-side kinds are read from the adapter's message (the connection layer words them the
-    same for every HTTP and websocket target); anything else keeps the run's own error kind.
+    The agent-side kinds are read from the adapter's message (``agent_fault``); anything else keeps
+    the run's own error kind.
     """
     if result.outcome not in ("error", "quarantined") or result.error is None:
         return None
-    text = result.error.lower()
     kind = result.error_kind or "other"
     if kind in ("worker", "timeout", "hook", "budget", "config", "model", "simulator", "cancelled"):
         return kind
-    if "refused" in text:
-        return "refused"
-    if _STATUS.search(text):
-        return "http_5xx"
-    if "no answer within" in text or "timed out" in text:
-        return "timeout"
-    if any(w in text for w in ("disconnected", "broke off", "reset", "closed", "eof")):
-        return "dropped"
-    return kind
+    return agent_fault(result.error) or kind
 
 
 class CallSample(msgspec.Struct, kw_only=True):
@@ -67,6 +58,8 @@ class CallSample(msgspec.Struct, kw_only=True):
     end: float
     outcome: str
     fault: str | None = None
+    agent_faults: dict[str, int] = msgspec.field(default_factory=dict)
+    """The result's ``agent_faults``: what the agent did wrong in this attempt, retried or not."""
     turn_latency_ms: list[tuple[float, float]] = msgspec.field(default_factory=list)
     """(seconds since the test started, milliseconds) per agent turn."""
     response_ms: list[tuple[float, float]] = msgspec.field(default_factory=list)
@@ -90,6 +83,7 @@ def sample_of(
         end=end,
         outcome=result.outcome,
         fault=fault_kind(result),
+        agent_faults=dict(result.agent_faults),
     )
     if transcript is None:
         return sample
@@ -129,6 +123,9 @@ class LoadStats:
         """Final outcomes (passed, failed, error, quarantined)."""
         self.faults: Counter[str] = Counter()
         """Fault kinds of every attempt that ended in an error, retried ones included."""
+        self.agent_faults: Counter[str] = Counter()
+        """Every fault the agent produced, by kind: the attempts' own errors and what the connect
+        policy retried within them (a call that passed may hold some)."""
         self.samples: list[CallSample] = []
         self._ends: deque[float] = deque()
         self._recent: dict[str, deque[tuple[float, float]]] = {name: deque() for name in SERIES}
@@ -144,6 +141,7 @@ class LoadStats:
         self.samples.append(sample)
         if sample.fault is not None:
             self.faults[sample.fault] += 1
+        self.agent_faults.update(sample.agent_faults)
         if not sample.final:
             self.retried += 1
             return
@@ -182,6 +180,7 @@ class LoadStats:
             "outcomes": dict(self.outcomes),
             "pass_rate": self.pass_rate(),
             "faults": dict(self.faults),
+            "agent_faults": dict(self.agent_faults),
             "shed": self.shed,
             "retried": self.retried,
             "recent": recent,
@@ -190,9 +189,11 @@ class LoadStats:
 
 
 def window_rows(samples: Iterable[CallSample], width: float) -> list[dict[str, Any]]:
-    """Per time window: calls ended, their outcomes and faults, calls/s, latency percentiles.
+    """Per time window: calls ended, their outcomes and faults, the agent's faults, calls/s, latency
+    percentiles.
 
-    A call counts in the window it ended in; a turn's latency in the window it happened in.
+    A call (and the agent faults of its attempt) counts in the window it ended in; a turn's latency
+    in the window it happened in.
     """
     width = max(width, 1e-3)
     rows: dict[int, dict[str, Any]] = {}
@@ -200,13 +201,19 @@ def window_rows(samples: Iterable[CallSample], width: float) -> list[dict[str, A
     def row(t: float) -> dict[str, Any]:
         k = max(0, int(t // width))
         if k not in rows:
-            rows[k] = {"outcomes": Counter(), "faults": Counter(), **{s: [] for s in SERIES}}
+            rows[k] = {
+                "outcomes": Counter(),
+                "faults": Counter(),
+                "agent_faults": Counter(),
+                **{s: [] for s in SERIES},
+            }
         return rows[k]
 
     for s in samples:
         r = row(s.end)
         if s.fault is not None:
             r["faults"][s.fault] += 1
+        r["agent_faults"].update(s.agent_faults)
         if not s.final:
             continue
         r["outcomes"][s.outcome] += 1
@@ -226,6 +233,7 @@ def window_rows(samples: Iterable[CallSample], width: float) -> list[dict[str, A
                 "outcomes": dict(r["outcomes"]),
                 "pass_rate": None if not ended else r["outcomes"]["passed"] / ended,
                 "faults": dict(r["faults"]),
+                "agent_faults": dict(r["agent_faults"]),
                 **{name: {**_pcts(r[name]), "count": len(r[name])} for name in SERIES},
             }
         )

@@ -3,7 +3,9 @@
 The JSON report holds everything (tests, verdicts, every run with its assertion results and
 metrics, the red-team findings most severe first) so that other tools never need to read
 results.jsonl; the summary is the same without the runs (findings counted by severity), small
-enough to read at a glance.
+enough to read at a glance. ``agent_faults`` totals every 5xx, refusal, timeout and drop the
+agents produced over every attempt, the ones the connect policy retried included (each run holds
+its own).
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from tamesu.redteam.findings import by_severity, severity_counts
 
 if TYPE_CHECKING:
     from tamesu.runner.api import InvocationResult
+    from tamesu.runner.spec import RunResult
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 
-__all__ = ["VERDICTS", "counts", "invocation_dict", "statistics", "summary", "write_json"]
+__all__ = ["VERDICTS", "agent_faults", "counts", "invocation_dict", "statistics", "summary", "write_json"]
 
 VERDICTS = ("passed", "failed", "error", "quarantined", "not_run")
 
@@ -34,6 +37,21 @@ def counts(tests: Iterable[TestVerdict]) -> dict[str, int]:
     for t in tests:
         out[t.verdict] += 1
     return out
+
+
+def agent_faults(results: Iterable[RunResult]) -> dict[str, int]:
+    """The agent faults of these attempts added up, by kind."""
+    out: dict[str, int] = {}
+    for r in results:
+        for kind, n in r.agent_faults.items():
+            out[kind] = out.get(kind, 0) + n
+    return dict(sorted(out.items()))
+
+
+def _every_attempt(result: InvocationResult) -> list[RunResult]:
+    """This invocation's attempts, and the final results it took over from an earlier one (--resume)."""
+    made = {id(r) for r in result.attempts}
+    return [*result.attempts, *(r for r in result.results if id(r) not in made)]
 
 
 def _test(t: TestVerdict, *, runs: bool) -> dict[str, Any]:
@@ -89,6 +107,7 @@ def summary(result: InvocationResult) -> dict[str, Any]:
         "counts": counts(result.tests),
         "runs": len(result.results),
         "attempts": len(result.attempts),
+        "agent_faults": agent_faults(_every_attempt(result)),
         "tests": [_test(t, runs=False) for t in result.tests],
         "findings": severity_counts(f for r in result.results for f in r.findings),
     }

@@ -1,7 +1,8 @@
 """The load report: the per-call grading of ``tamesu run`` plus what load shows, over time.
 
 ``build_load_report`` turns the calls of a load test (their samples and final results) into one
-JSON-able dict: totals, faults by kind, latency percentiles over the whole test and per time
+JSON-able dict: totals, faults by kind (the calls' errors, and apart from them every fault the
+agent produced, the ones retried within a call included), latency percentiles over the whole test and per time
 window (so a team sees where the agent degrades), per test and per assertion pass rates, and the
 gates. ``render_load_report`` prints it for a person; every string passes through the redactor.
 """
@@ -88,6 +89,9 @@ def build_load_report(
     finals = [s for s in samples if s.final]
     outcomes = Counter(s.outcome for s in finals)
     faults = Counter(s.fault for s in samples if s.fault is not None)
+    agent_faults: Counter[str] = Counter()
+    for s in samples:
+        agent_faults.update(s.agent_faults)
     graded = len(finals)
     first = min((s.start for s in samples), default=0.0)
     span = max(elapsed - first, 1e-9)
@@ -109,6 +113,7 @@ def build_load_report(
         "pass_rate": outcomes["passed"] / graded if graded else None,
         "error_rate": outcomes["error"] / graded if graded else None,
         "faults": dict(faults),
+        "agent_faults": dict(agent_faults),
         "latency": {name: _series_stats([v for s in finals for _, v in s.series(name)]) for name in SERIES},
         "windows": window_rows(samples, window),
         "window_s": window,
@@ -180,6 +185,11 @@ def render_load_report(
     )
     if report["faults"]:
         say("  errors by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(report["faults"].items())))
+    if report.get("agent_faults"):
+        say(
+            "  agent faults (retried ones included): "
+            + ", ".join(f"{k} {v}" for k, v in sorted(report["agent_faults"].items()))
+        )
     for name in SERIES:
         s = report["latency"][name]
         if s["count"]:
@@ -196,13 +206,24 @@ def render_load_report(
             _ms(w["turn_latency_ms"]["p95"]),
             _ms(w["time_to_first_audio_ms"]["p95"]),
             ", ".join(f"{k} {v}" for k, v in sorted(w["faults"].items())) or "-",
+            ", ".join(f"{k} {v}" for k, v in sorted(w.get("agent_faults", {}).items())) or "-",
         ]
         for w in report["windows"]
     ]
     if rows:
         say()
         say(f"Over time ({report['window_s']:g}s windows):")
-        header = ["window", "calls", "calls/s", "pass", "lat p50", "lat p95", "audio p95", "errors"]
+        header = [
+            "window",
+            "calls",
+            "calls/s",
+            "pass",
+            "lat p50",
+            "lat p95",
+            "audio p95",
+            "errors",
+            "agent faults",
+        ]
         say(table(rows, header=header, color=color))
     tests = [
         [

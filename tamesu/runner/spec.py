@@ -136,3 +136,6 @@ class RunResult(msgspec.Struct, kw_only=True):
     """Red-team runs: each attack that succeeded, at which turn, with the evidence."""
     final: bool = True
     """False on an attempt that the scheduler retries; ``--resume`` redoes runs with no final result."""
+    agent_faults: dict[str, int] = msgspec.field(default_factory=dict)
+    """The transcript's ``agent_faults``: every 5xx, refusal, timeout and drop of the agent in this
+    attempt, the ones the connect policy retried included."""

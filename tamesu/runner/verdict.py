@@ -103,6 +103,7 @@ def result_of(
         quarantine=spec.quarantine,
         turns=len(transcript.agent_turns()) if transcript is not None else 0,
         findings=findings,
+        agent_faults=dict(transcript.agent_faults) if transcript is not None else {},
     )
 
 

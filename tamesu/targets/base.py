@@ -16,6 +16,7 @@ from tamesu.errors import TargetError
 from tamesu.http import RunCookies
 from tamesu.limits import DEFAULT_LIMITS, Limits
 from tamesu.registry import Registry
+from tamesu.targets.faults import AgentFaults
 
 if TYPE_CHECKING:
     import httpx
@@ -59,6 +60,8 @@ class TargetContext:
     """Cookies the agent set in this run (the shared client keeps none)."""
     limits: Limits = DEFAULT_LIMITS
     """How much of the agent's answers may be read (tamesu.yaml ``limits:``)."""
+    faults: AgentFaults = field(default_factory=AgentFaults)
+    """The agent's faults the connect policy retried in this run (the run's transcript reports them)."""
 
 
 class TargetAdapter(ABC):

@@ -1,8 +1,10 @@
 """Reaching the agent: connect retries as the suite's ``connect:`` says, and ``session.open``.
 
 Only what can get better by waiting is retried: a refused connection and a 5xx answer (and 408 /
-429). Any other answer is the agent's real answer and goes back to the caller. After the last
-attempt the ``TargetError`` says what happened and where, with secrets redacted.
+429), and a websocket the server closes as busy or restarting before the session began
+(``TRY_AGAIN_CLOSE_CODES``, checked by ``WsLink``). Any other answer is the agent's real answer
+and goes back to the caller. Every retried attempt is counted in the run's ``AgentFaults``. After
+the last attempt the ``TargetError`` says what happened and where, with secrets redacted.
 """
 
 from __future__ import annotations
@@ -33,12 +35,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RETRY_STATUSES",
+    "TRY_AGAIN_CLOSE_CODES",
     "ConnectPolicy",
     "HttpCall",
     "Retry",
+    "connect_websocket",
     "fetch",
     "fmt_seconds",
     "open_session",
+    "open_websocket",
     "read_limited",
     "render_call",
     "request",
@@ -50,6 +55,9 @@ __all__ = [
 
 RETRY_STATUSES = frozenset({408, 429})
 """4xx answers that are retried like 5xx."""
+
+TRY_AGAIN_CLOSE_CODES: dict[int, str] = {1001: "Going Away", 1012: "Service Restart", 1013: "Try Again Later"}
+"""Websocket close codes that, before a session began, mean "not now": the attempt is retried."""
 
 T = TypeVar("T")
 
@@ -104,7 +112,11 @@ class Retry(Exception):
 
 
 async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[[], Awaitable[T]]) -> T:
-    """Run ``attempt`` until it returns; it raises ``Retry`` for failures worth another try."""
+    """Run ``attempt`` until it returns; it raises ``Retry`` for failures worth another try.
+
+    Each retried failure is counted in ``ctx.faults``; the last one, which becomes the run's error,
+    is counted from that error when the run ends.
+    """
     last: Retry | None = None
     for n in range(1, policy.attempts + 1):
         try:
@@ -112,6 +124,7 @@ async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[
         except Retry as exc:
             last = exc
         if n < policy.attempts:
+            ctx.faults.note_message(last.what)
             await ctx.clock.sleep(policy.delay(n))
     if last is None:
         last = Retry("no attempt made")
@@ -458,6 +471,52 @@ def websocket_closed(conn: Any, limits: Limits) -> tuple[int | None, str]:
     return conn.close_code, conn.close_reason or ""
 
 
+async def connect_websocket(
+    ctx: TargetContext,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    ping_interval: float | None = 20,
+    compression: str | None = "deflate",
+) -> Any:
+    """One attempt at a websocket to ``url``: ``Retry`` for a refusal, a 5xx, 408 or 429, and any
+    other failure a redacted TargetError saying what happened. A message over
+    ``limits.answer_size`` closes it with 1009 (``websocket_closed`` tells)."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidHandshake, InvalidStatus
+
+    timeout = ctx.turn_timeout
+    try:
+        return await connect(
+            url,
+            additional_headers=_cookie_headers(ctx, url, headers or {}) or None,
+            open_timeout=timeout,
+            proxy=None,
+            max_size=ctx.limits.answer_size,
+            close_timeout=2,
+            ping_interval=ping_interval,
+            compression=compression,
+        )
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        body = snippet(exc.response.body.decode("utf-8", "replace")) if exc.response.body else ""
+        if _retryable_status(status):
+            raise Retry(f"agent answered {status}", body) from None
+        raise TargetError(
+            ctx.redactor.redact(f"websocket handshake at {url} answered {status}: {body}").rstrip(": "),
+            retryable=False,
+        ) from None
+    except (OSError, InvalidHandshake) as exc:
+        if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
+            raise Retry(f"connection refused at {url}") from None
+        raise Retry(f"cannot open a websocket at {url}: {exc}") from None
+    except asyncio.TimeoutError:
+        raise TargetError(
+            ctx.redactor.redact(f"no websocket handshake within {fmt_seconds(timeout)} at {url}"),
+            retryable=True,
+        ) from None
+
+
 async def open_websocket(
     ctx: TargetContext,
     policy: ConnectPolicy,
@@ -470,40 +529,10 @@ async def open_websocket(
     """A websocket to ``url``: refusals, 5xx, 408 and 429 retried per ``connect:``; every failure a
     redacted TargetError saying what happened. A message over ``limits.answer_size`` closes it
     with 1009 (``websocket_closed`` tells)."""
-    from websockets.asyncio.client import connect
-    from websockets.exceptions import InvalidHandshake, InvalidStatus
-
-    timeout = ctx.turn_timeout
-
-    async def attempt() -> Any:
-        try:
-            return await connect(
-                url,
-                additional_headers=_cookie_headers(ctx, url, headers or {}) or None,
-                open_timeout=timeout,
-                proxy=None,
-                max_size=ctx.limits.answer_size,
-                close_timeout=2,
-                ping_interval=ping_interval,
-                compression=compression,
-            )
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            body = snippet(exc.response.body.decode("utf-8", "replace")) if exc.response.body else ""
-            if status >= 500 or status in (408, 429):
-                raise Retry(f"agent answered {status}", body) from None
-            raise TargetError(
-                ctx.redactor.redact(f"websocket handshake at {url} answered {status}: {body}").rstrip(": "),
-                retryable=False,
-            ) from None
-        except (OSError, InvalidHandshake) as exc:
-            if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
-                raise Retry(f"connection refused at {url}") from None
-            raise Retry(f"cannot open a websocket at {url}: {exc}") from None
-        except asyncio.TimeoutError:
-            raise TargetError(
-                ctx.redactor.redact(f"no websocket handshake within {fmt_seconds(timeout)} at {url}"),
-                retryable=True,
-            ) from None
-
-    return await retrying(ctx, policy, attempt)
+    return await retrying(
+        ctx,
+        policy,
+        lambda: connect_websocket(
+            ctx, url, headers=headers, ping_interval=ping_interval, compression=compression
+        ),
+    )

@@ -152,8 +152,7 @@ class PipecatTarget(TargetAdapter):
                 http_to_ws(render_text(self.config.url, ctx.scope)),
                 decode=partial(_decode, depth=ctx.limits.json_depth),
             )
-            await self.link.open(self.policy, headers)
-            await self._handshake()
+            await self.link.open(self.policy, headers, ready=self._handshake)
             if self.audio:
                 from tamesu.targets.pipecat_audio import PipecatCall
 
@@ -172,8 +171,13 @@ class PipecatTarget(TargetAdapter):
             raise
 
     async def _handshake(self) -> None:
-        """RTVI client-ready; up to ``idle`` for bot-ready (a bot without RTVI is served without it)."""
+        """RTVI client-ready; up to ``idle`` for bot-ready (a bot without RTVI is served without it).
+
+        Run as the link's ``ready`` step: a bot busy with another client closes the socket (1013)
+        before bot-ready, and the connect policy tries again.
+        """
         assert self.link is not None
+        self.rtvi, self.setup = False, []
         about = {"library": "tamesu", "platform": "python"}
         await self.link.send(message_frame(rtvi("client-ready", {"version": RTVI_VERSION, "about": about})))
         clock = self.ctx.clock

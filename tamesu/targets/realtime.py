@@ -203,8 +203,7 @@ class RealtimeTarget(TargetAdapter):
                 headers[key] = render_text(value, ctx.scope)
             url = model_url(render_text(self.config.url or DEFAULT_URL, ctx.scope), self.config.model)
             self.link = WsLink(ctx, url, decode=partial(_decode, depth=ctx.limits.json_depth))
-            await self.link.open(self.policy, headers)
-            await self._setup()
+            await self.link.open(self.policy, headers, ready=self._setup)
             if self.audio:
                 from tamesu.targets.realtime_audio import RealtimeCall
 
@@ -224,6 +223,7 @@ class RealtimeTarget(TargetAdapter):
         """session.created, then our session.update, then session.updated."""
         from tamesu.templates import render
 
+        self.setup_events = []
         await self._await_event("session.created")
         update = self.dialect.session_update(render(self.config.session_update or {}, self.ctx.scope))
         self.session = update["session"]

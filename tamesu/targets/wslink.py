@@ -1,8 +1,11 @@
 """One websocket to an agent for a whole session: connect with retries, a reader task, a queue.
 
 Shared by the targets that speak a fixed protocol over a websocket (realtime, pipecat). Opening
-retries what waiting can fix (a refused connection, a 5xx, 408 or 429 handshake answer); any other
-handshake answer is final. Every error is redacted, since handshake headers carry credentials.
+retries what waiting can fix (a refused connection, a 5xx, 408 or 429 handshake answer, and a
+server that accepts the socket only to close it as busy or restarting, 1001 / 1012 / 1013, before
+the target's own handshake is done: Pipecat's websocket server serves one client at a time and
+turns the others away with 1013); any other handshake answer is final. Every error is redacted,
+since handshake headers carry credentials.
 """
 
 from __future__ import annotations
@@ -10,22 +13,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from tamesu.clock import within
 from tamesu.errors import TargetError
-from tamesu.targets.connect import open_websocket, websocket_closed
+from tamesu.targets.connect import (
+    TRY_AGAIN_CLOSE_CODES,
+    Retry,
+    connect_websocket,
+    retrying,
+    websocket_closed,
+)
 from tamesu.targets.rest_ws import Closed
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
     from tamesu.targets.connect import ConnectPolicy
 
-__all__ = ["MAX_QUEUED", "Closed", "WsLink", "http_to_ws"]
+__all__ = ["BUSY_HINT", "MAX_QUEUED", "Closed", "WsLink", "http_to_ws"]
 
 MAX_QUEUED = 500
 """Frames (10 s of 20 ms audio) waiting for a slow peer before the oldest are dropped."""
+
+BUSY_HINT = (
+    "it serves fewer sessions at once than tamesu opened (a Pipecat websocket server serves one "
+    "client at a time): run its tests one at a time with --per-target 1, or give connect: more "
+    "attempts or a longer backoff"
+)
 
 
 def http_to_ws(url: str) -> str:
@@ -44,6 +59,10 @@ class WsLink:
         self.ctx = ctx
         self.url = url
         self.decode = decode
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """The state of one connection (a retried open starts over)."""
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.conn: Any = None
         self.closed: Closed | None = None
@@ -55,10 +74,44 @@ class WsLink:
         self._drained = asyncio.Event()
         self._drained.set()
 
-    async def open(self, policy: ConnectPolicy, headers: dict[str, str]) -> None:
-        """Connect (with retries) and start reading."""
-        self.conn = await open_websocket(self.ctx, policy, self.url, headers=headers)
-        self._reader = asyncio.create_task(self._read())
+    @property
+    def close_code(self) -> int | None:
+        """The code the peer closed the socket with, once it did."""
+        if self.closed is not None:
+            return self.closed.code
+        return None if self.conn is None else self.conn.close_code
+
+    async def open(
+        self,
+        policy: ConnectPolicy,
+        headers: dict[str, str],
+        *,
+        ready: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Connect and start reading, then ``ready()`` (the target's own handshake), retried per
+        ``connect:`` while the server refuses, or turns the session away before ``ready`` is done."""
+
+        async def attempt() -> None:
+            await self.close()
+            self._fresh()
+            self.conn = await connect_websocket(self.ctx, self.url, headers=headers)
+            self._reader = asyncio.create_task(self._read())
+            if ready is None:
+                return
+            try:
+                await ready()
+            except TargetError:
+                code = self.close_code
+                if code not in TRY_AGAIN_CLOSE_CODES:
+                    raise
+                await self.close()
+                why = f"{code} {TRY_AGAIN_CLOSE_CODES[code]}"
+                raise Retry(
+                    f"the agent at {self.url} refused the session (it closed the websocket with {why})",
+                    BUSY_HINT,
+                ) from None
+
+        await retrying(self.ctx, policy, attempt)
 
     async def _read(self) -> None:
         from websockets.exceptions import ConnectionClosed
@@ -148,6 +201,7 @@ class WsLink:
             raise TargetError(f"the agent closed the websocket ({closed.describe()})") from None
 
     async def close(self) -> None:
+        """Close the socket and stop its tasks (safe to call more than once)."""
         if self.conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.conn.close(), timeout=2)

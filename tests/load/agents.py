@@ -84,6 +84,7 @@ def write_suite(
     timeout: str = "5s",
     extra: str = "",
     targets: dict[str, str] | None = None,
+    attempts: int = 1,
 ) -> Path:
     """A suite with one test per entry of ``says`` (test name -> script) against the agent at ``url``."""
     targets = {"api": url, **(targets or {})}
@@ -94,7 +95,7 @@ def write_suite(
     ]
     for name, base in targets.items():
         lines.append(
-            f'  {name}: {{ type: rest, url: "{base}/chat", connect: {{ attempts: 1 }}, '
+            f'  {name}: {{ type: rest, url: "{base}/chat", connect: {{ attempts: {attempts}, backoff: 10ms }}, '
             'request: { body: { message: "{{message}}", session: "{{session}}" } }, response: { text: $.reply } }'
         )
     lines.append("tests:")

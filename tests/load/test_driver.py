@@ -77,6 +77,26 @@ async def test_every_agent_fault_is_counted_by_kind_and_a_hang_stalls_nothing(
     assert asyncio.get_running_loop().time() - started < 6
     assert outcome.stats.outcomes == {"passed": 3, "error": 12}
     assert outcome.stats.faults == {"http_5xx": 3, "timeout": 3, "dropped": 3, "refused": 3}
+    assert outcome.stats.agent_faults == {"http_5xx": 3, "timeout": 3, "dropped": 3, "refused": 3}
+
+
+async def test_5xx_the_connect_policy_retried_within_passing_calls_are_counted(
+    agent: tuple[str, FaultAgent], services: RunServices, tmp_path: Path
+) -> None:
+    from tamesu.reports.load_report import build_load_report
+
+    url, fault_agent = agent
+    path = write_suite(tmp_path, url, {"cold": ["flaky"]}, attempts=2)
+    outcome = await driver(services, specs_of(path), concurrency=1, calls=4).run()
+    assert fault_agent.requests == 8
+    assert outcome.stats.outcomes == {"passed": 4} and outcome.stats.faults == {}
+    assert outcome.stats.agent_faults == {"http_5xx": 4}
+    assert [r.agent_faults for r in outcome.results] == [{"http_5xx": 1}] * 4
+    report = build_load_report(
+        outcome.samples, outcome.results, [], profile={}, window=3600.0, elapsed=outcome.elapsed
+    )
+    assert report["faults"] == {} and report["agent_faults"] == {"http_5xx": 4}
+    assert [w["agent_faults"] for w in report["windows"]] == [{"http_5xx": 4}]
 
 
 async def test_retryable_errors_are_retried_per_retries_and_recorded_durably(
@@ -141,3 +161,19 @@ async def test_an_interrupted_test_resumes_where_it_stopped_without_losing_or_re
     assert second.stats.outcomes == {"passed": 30}
     lines = (store.dir / CALLS_FILE).read_text().splitlines()
     assert len([json.loads(x) for x in lines if json.loads(x)["final"]]) == 30
+
+
+async def test_tamesu_runs_json_report_counts_the_agents_faults_too(
+    agent: tuple[str, FaultAgent], tmp_path: Path
+) -> None:
+    from tamesu.runner.api import run_async
+
+    url, _ = agent
+    path = write_suite(tmp_path, url, {"cold": ["flaky"], "busy": ["fail"]}, attempts=2)
+    result = await run_async(path, output=tmp_path / "runs", json=tmp_path / "report.json")
+    assert {r.test_id: r.outcome for r in result.results} == {"cold": "passed", "busy": "error"}
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["agent_faults"] == {"http_5xx": 3}
+    runs = {t["test_id"]: t["runs"][0]["agent_faults"] for t in report["tests"]}
+    assert runs == {"cold": {"http_5xx": 1}, "busy": {"http_5xx": 2}}
+    assert json.loads((result.run_dir / "summary.json").read_text())["agent_faults"] == {"http_5xx": 3}

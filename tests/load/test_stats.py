@@ -38,6 +38,17 @@ def result(
         ("timed out after 5s", "timeout", "timeout"),
         ("the Ray worker running this run died: gone", "worker", "worker"),
         ("agent answered non-JSON (text/html): <html>", "agent", "agent"),
+        ('agent answered 502 after 2 attempts: {"error": "upstream refused"}', "agent", "http_5xx"),
+        ("agent answered 429 after 3 attempts", "agent", "http_429"),
+        (
+            "the agent at ws://127.0.0.1:3 refused the session (it closed the websocket with 1013 "
+            "Try Again Later) after 3 attempts: it serves fewer sessions at once than tamesu opened",
+            "agent",
+            "refused",
+        ),
+        ("no response.done within 60s on ws://127.0.0.1:3", "agent", "timeout"),
+        ("the realtime API closed the websocket mid-turn (code 1011)", "agent", "dropped"),
+        ("cannot open a websocket at ws://x: invalid upgrade", "agent", "unreachable"),
     ],
 )
 def test_errors_are_sorted_into_fault_kinds(error: str, kind: str, fault: str) -> None:
@@ -158,3 +169,14 @@ def test_drift_compares_the_last_window_with_the_first() -> None:
     assert drift.actual == pytest.approx(2.0) and not drift.passed
     [ok] = [g for g in evaluate_gates(Gates(drift=2.5, window=5.0), samples) if g.name == "drift"]
     assert ok.passed
+
+
+def test_agent_faults_count_retried_attempts_and_the_ending_error_once() -> None:
+    from tamesu.targets.faults import AgentFaults
+
+    faults = AgentFaults()
+    faults.note_message("agent answered 503")
+    faults.note_message("connection refused at http://127.0.0.1:1/chat")
+    assert faults.total("agent answered 503 after 3 attempts: busy") == {"http_5xx": 2, "refused": 1}
+    assert faults.total("agent answered non-JSON (text/html)") == {"http_5xx": 1, "refused": 1}
+    assert faults.total(None) == faults.counts

@@ -228,15 +228,19 @@ async def test_a_fatal_bot_error_and_a_dropped_socket_are_target_errors(harness)
 
 
 @contextlib.asynccontextmanager
-async def running_bot(mode: str) -> AsyncIterator[tuple[str, Any]]:
-    """The example bot on a free port with its LLM on a scripted model server; yields (url, server)."""
+async def running_bot(mode: str, *, forever: bool = False) -> AsyncIterator[tuple[str, Any]]:
+    """The example bot on a free port with its LLM on a scripted model server; yields (url, server).
+
+    ``forever``: one session after another, as ``bot.py`` serves from the command line.
+    """
     bot = bot_module()
     from tamesu.testing.model_server import serve_model_server
 
+    serve = bot.serve_forever if forever else bot.serve_once
     async with serve_model_server() as server:
         port = bot.free_port()
         task = asyncio.create_task(
-            bot.serve_once(port=port, mode=mode, llm_base_url=server.base_url, model="scripted")
+            serve(port=port, mode=mode, llm_base_url=server.base_url, model="scripted")
         )
         try:
             yield f"ws://127.0.0.1:{port}", server
@@ -318,6 +322,89 @@ async def test_fuzz_tools_change_what_the_bots_llm_gets_back(harness) -> None:
     tool_messages = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"]
     assert tool_messages[0]["content"] in ("null", '"null"')
     assert out[-1].text == "Sorry, I cannot see it."
+
+
+@contextlib.contextmanager
+def rejections() -> Any:
+    """Counts the clients the bot's websocket server turns away (it logs each), and wakes waiters."""
+    from loguru import logger
+
+    seen: dict[str, Any] = {"count": 0, "changed": asyncio.Event()}
+
+    def sink(message: Any) -> None:
+        if "Rejecting client" in message.record["message"]:
+            seen["count"] += 1
+            seen["changed"].set()
+
+    handler = logger.add(sink, level="WARNING")
+    try:
+        yield seen
+    finally:
+        logger.remove(handler)
+
+
+async def rejected(seen: dict[str, Any], count: int) -> None:
+    while seen["count"] < count:
+        seen["changed"].clear()
+        await asyncio.wait_for(seen["changed"].wait(), 20)
+
+
+@pytest.mark.integration
+async def test_a_bot_busy_with_another_client_is_retried_until_it_is_free(harness) -> None:
+    """Pipecat's websocket server serves one client and closes the others with 1013 (Try Again Later)."""
+    from tamesu.testing.model_server import Reply
+
+    async with running_bot("text", forever=True) as (url, llm):
+        llm.queue(Reply(text="Hello from the first session."), Reply(text="Hello from the second."))
+        with rejections() as seen:
+            first = await harness.target(bot_config(url))
+            quick = {"attempts": 2, "backoff": "50ms"}
+            with pytest.raises(TargetError) as caught:
+                await harness.target(bot_config(url, connect=quick))
+            await rejected(seen, 2)
+            waiting = asyncio.create_task(
+                harness.target(
+                    bot_config(url, connect={"attempts": 60, "backoff": "100ms", "max_backoff": "300ms"})
+                )
+            )
+            await rejected(seen, 3)
+            assert not waiting.done()
+            assert (await harness.say(first, "Hi"))[-1].text == "Hello from the first session."
+            await first.stop()
+            second = await asyncio.wait_for(waiting, 30)
+            out = await harness.say(second, "Hi again")
+            await second.stop()
+    message = str(caught.value)
+    assert (
+        "refused the session (it closed the websocket with 1013 Try Again Later) after 2 attempts" in message
+    )
+    assert "--per-target 1" in message and caught.value.retryable
+    assert out[-1].text == "Hello from the second."
+    assert second.ctx.faults.counts["refused"] >= 1
+
+
+@pytest.mark.integration
+async def test_several_tests_against_one_bot_pass_at_the_default_concurrency(tmp_path: Path) -> None:
+    from tamesu.runner.api import run_async
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "suite: one-bot\n"
+        "targets:\n"
+        '  bot: { type: pipecat, url: "${BOT_URL}", idle: 300ms,\n'
+        "         connect: { attempts: 60, backoff: 100ms, max_backoff: 300ms } }\n"
+        "tests:\n"
+        + "".join(
+            f"  - {{ name: t{i}, target: bot, scenario: {{ script: [ {{ say: hello }} ] }}, assert: [ {{ contains: OK }} ] }}\n"
+            for i in range(3)
+        )
+    )
+    async with running_bot("text", forever=True) as (url, _llm):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("BOT_URL", url)
+            result = await run_async(suite, output=tmp_path / "runs")
+    assert [r.outcome for r in result.results] == ["passed"] * 3, [r.error for r in result.results]
+    assert result.exit_code == 0
 
 
 @pytest.mark.slow
