@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tamesu.errors import HookError
+from tamesu.errors import ClusterLost, HookError
 from tamesu.load.shapes import ArrivalSchedule, target_in_flight
 from tamesu.load.stats import CallSample, LoadStats, sample_of
 from tamesu.runner.hooks import hook_env, run_hooks
@@ -138,6 +138,8 @@ class LoadDriver:
         self._resumed = 0
         self._elapsed = 0.0
         self._body: asyncio.Future[None] | None = None
+        self.lost: ClusterLost | None = None
+        """Set when the Ray cluster was lost: the test stopped as if interrupted, and ``run`` raises it."""
 
     def interrupt(self) -> None:
         """Start nothing more and cancel the calls in flight (a resume redoes them)."""
@@ -190,6 +192,8 @@ class LoadDriver:
             await asyncio.gather(health, return_exceptions=True)
             if not self._interrupted:
                 await self._after_all()
+        if self.lost is not None:
+            raise self.lost
         return LoadOutcome(
             stats=self.stats,
             samples=list(self.stats.samples),
@@ -279,7 +283,12 @@ class LoadDriver:
         attempt = 1
         while True:
             start = self.now()
-            result, retryable, transcript = await self._attempt(spec, attempt)
+            try:
+                result, retryable, transcript = await self._attempt(spec, attempt)
+            except ClusterLost as exc:
+                self.lost = self.lost or exc
+                self.interrupt()
+                return
             will_retry = retryable and attempt <= spec.retries and not self._stop
             result.final = not will_retry
             self._record(index, result, transcript, start, self.now())
@@ -343,6 +352,8 @@ class LoadDriver:
             )
         except asyncio.TimeoutError:
             return None, f"timed out after {human_duration(spec.timeout)}", "timeout", True
+        except ClusterLost:
+            raise
         except Exception as exc:
             kind = "budget" if type(exc).__name__ == "BudgetExceeded" else getattr(exc, "kind", "internal")
             return None, f"{type(exc).__name__}: {exc}", kind, bool(getattr(exc, "retryable", True))

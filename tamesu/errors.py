@@ -15,6 +15,8 @@
     ├── TargetError          the agent misbehaved or was unreachable: an infrastructure error
     ├── HookError            a hook failed: an infrastructure error for the run it guards
     ├── ModelError           a model call failed after every retry and fallback
+    ├── ClusterLost          the Ray cluster's head stopped answering mid-invocation: what finished
+    │                        is kept, --resume continues (exit 3)
     └── BudgetExceeded       the run's spend cap was reached (exit 4)
 
 A failed assertion is never an exception: it is an AssertionResult value in the run's result.
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "BudgetExceeded",
+    "ClusterLost",
     "ConfigError",
     "ConfigErrors",
     "HookError",
@@ -182,3 +185,29 @@ class ModelError(TamesuError):
 
 class BudgetExceeded(TamesuError):
     """tamesu's own model spend reached a cap in budgets."""
+
+
+class ClusterLost(TamesuError):
+    """The Ray cluster the runs were placed on is gone: its head node stopped answering.
+
+    Raised by the Ray placement for every run in flight (they are not recorded, so ``--resume``
+    redoes them); the invocation stops and ``kept_in`` adds what was kept and how to continue.
+    """
+
+    def __init__(self, address: str, *, silent_for: float, kept: str = "") -> None:
+        self.address = address
+        self.silent_for = silent_for
+        self.kept = kept
+        lost = f"lost the Ray cluster at {address}: its head node has not answered for {silent_for:g}s"
+        super().__init__(f"{lost}; {kept}" if kept else lost)
+
+    def kept_in(
+        self, run_dir: object, *, finished: int, planned: int | None, command: str, what: str = "runs"
+    ) -> ClusterLost:
+        """The same loss, saying how many runs finished (durable in ``run_dir``) and how to go on."""
+        count = f"{finished} of {planned}" if planned is not None else str(finished)
+        kept = (
+            f"{count} {what} finished and are kept in {run_dir}; "
+            f"continue with tamesu {command} --resume (in-process, or --address a new cluster)"
+        )
+        return ClusterLost(self.address, silent_for=self.silent_for, kept=kept)

@@ -15,6 +15,10 @@ actors (TTS on CPUs, STT with ``num_gpus`` where the cluster has GPUs), sized by
 ``Autoscaler`` from the requests in flight, and every worker's calls reach them through a
 ``RaySpeechClient`` installed as the worker's ``speech_pool()``; requests from many calls travel
 to a replica in batches (``Batcher``), an utterance being one request.
+
+A lost worker node only costs the runs it held. A lost head node costs the cluster: a
+``HeadWatch`` (``head.py``) sees it, and every run in flight (and every later one) fails with
+``ClusterLost``, which stops the invocation with what finished kept for ``--resume``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import msgspec
 import ray
 import ray.exceptions
 
+from tamesu.errors import ClusterLost
 from tamesu.transcript import Transcript
 
 from ..graph import GraphOutcome, OutcomeSink
@@ -45,6 +50,7 @@ from ..pools import (
     audio_of,
     transcription_of,
 )
+from .head import HEAD_GRACE_S, HeadWatch
 from .worker import FAILED, NEED_PARTS, RunItem, RunWorker, SpecSplitter, read_outcome
 
 if TYPE_CHECKING:
@@ -109,6 +115,7 @@ class RayPlacement:
         output_dir: str | Path | None = None,
         encode_boundary: bool = False,
         speech_pool: bool | dict[str, Any] = False,
+        head_grace: float = HEAD_GRACE_S,
     ) -> None:
         self._started_ray = False
         if not ray.is_initialized():
@@ -126,6 +133,13 @@ class RayPlacement:
             self._started_ray = True
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         count = num_workers or max(1, int(cpus))
+        gcs = _gcs_address()
+        self.head = HeadWatch(*gcs, grace=head_grace) if gcs is not None else None
+        """The head's GCS the watch connects to; None where Ray does not say (a Ray client)."""
+        self.address = address if address and address != "auto" else (self.head.address if self.head else "")
+        """The cluster as the user named it (else its GCS address), for messages."""
+        self.lost: ClusterLost | None = None
+        self._watch: asyncio.Task[None] | None = None
         self.speech: RaySpeechPool | None = None
         if speech_pool:
             options = dict(speech_pool) if isinstance(speech_pool, dict) else {}
@@ -173,6 +187,8 @@ class RayPlacement:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop = loop
+            if self.head is not None and self.lost is None:
+                self._watch = loop.create_task(self.head.watch(self._lose), name="tamesu-ray-head")
             self._room = asyncio.Event()
             self._inflight = [0] * len(self._links)
             for index, link in enumerate(self._links):
@@ -196,6 +212,8 @@ class RayPlacement:
     async def _slot(self) -> int:
         """A worker with room for one more run, waiting while every worker is full."""
         while True:
+            if self.lost is not None:
+                raise self._loss()
             index = self._choose()
             if self._inflight[index] < self.max_per_worker:
                 return index
@@ -212,6 +230,8 @@ class RayPlacement:
     ) -> GraphOutcome:
         if self._closed:
             raise RuntimeError("this Ray placement is closed")
+        if self.lost is not None:
+            raise self._loss()
         self._bind()
         if self.speech is not None:
             self.speech.start()
@@ -281,7 +301,8 @@ class RayPlacement:
             replies = await ref
         except _WORKER_GONE as exc:
             link.calls -= 1
-            self._lost(link, exc)
+            if self.head is None or await self.head.answering():
+                self._lost(link, exc)
             return
         except ray.exceptions.RayError as exc:
             link.calls -= 1
@@ -382,8 +403,31 @@ class RayPlacement:
                 self._ready[index] = True
                 self._room.set()
 
+    def _loss(self) -> ClusterLost:
+        assert self.lost is not None
+        return ClusterLost(self.lost.address, silent_for=self.lost.silent_for)
+
+    def _lose(self, silent_for: float) -> None:
+        """The cluster is gone: every run waiting here fails with ``ClusterLost`` (a worker lost with
+        the head is not a retryable worker error: ``--resume`` must redo its runs); no Ray call is
+        made again."""
+        assert self.head is not None
+        self.lost = ClusterLost(self.address, silent_for=round(silent_for))
+        for link in self._links:
+            link.dead = True
+            waiting, link.waiting = link.waiting, {}
+            link.queue, link.sent = [], set()
+            for _, future in waiting.values():
+                if not future.done():
+                    future.set_exception(self._loss())
+        for task in [*self._probes, *self._receiving]:
+            task.cancel()
+        self._room.set()
+
     async def health(self, timeout: float = 2.0) -> dict[str, Any]:
         """Workers that answer within ``timeout``, runs in flight on each, workers replaced, nodes alive."""
+        if self.lost is not None:
+            return {"placement": "ray", "workers": len(self._links), "alive": 0, "lost": str(self.lost)}
 
         async def ping(worker: Any) -> int | None:
             try:
@@ -410,8 +454,13 @@ class RayPlacement:
         if self._closed:
             return
         self._closed = True
-        for task in [*self._probes, *self._receiving]:
+        for task in [*self._probes, *self._receiving, *([self._watch] if self._watch else [])]:
             task.cancel()
+        if self.lost is not None:  # nothing there to stop, and Ray calls would wait for the head
+            self._links = []
+            if self._started_ray:
+                ray.shutdown()
+            return
         for link in self._links:
             link.dead = True
             try:
@@ -432,6 +481,15 @@ def _failed(spec: RunSpec, message: str, kind: str, retryable: bool) -> GraphOut
     )
     transcript.events.append({"type": "error", "kind": kind, "message": message})
     return GraphOutcome(transcript=transcript, error=message, error_kind=kind, retryable=retryable)
+
+
+def _gcs_address() -> tuple[str, int] | None:
+    """The head's GCS address of the connected cluster, as (host, port)."""
+    try:
+        host, port = str(ray.get_runtime_context().gcs_address).rsplit(":", 1)
+        return host, int(port)
+    except Exception:  # a Ray client connection, or a Ray that does not say
+        return None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tamesu.errors import UsageError
+from tamesu.errors import ClusterLost, UsageError
 from tamesu.secrets import Redactor
 
 if TYPE_CHECKING:
@@ -317,6 +317,12 @@ async def run_load(request: LoadRequest) -> LoadResult:
 
         with interrupt_on_signals(driver, sigterm=True):
             outcome = await driver.run()
+    except ClusterLost as exc:
+        total = profile.total_calls
+        lost = exc.kept_in(
+            store.dir, finished=driver.stats.finished, planned=total, command="load", what="calls"
+        )
+        raise lost from None
     finally:
         await view.stop()
         with contextlib.suppress(Exception):

@@ -24,7 +24,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.errors import ConfigError, ConfigErrors, NoTestSelected, UsageError
+from tamesu.errors import ClusterLost, ConfigError, ConfigErrors, NoTestSelected, UsageError
 from tamesu.runner.rates import EarlyStopper, RateRule
 from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
 from tamesu.runner.scheduler import Reporter, Scheduler, SuiteSetup
@@ -170,9 +170,14 @@ async def run_async(
         if stopper is not None:
             for earlier in previous:
                 stopper.observe(earlier)
-        outcome = await _schedule(
-            todo, setups, store, reporter, redactor, opts, concurrency, routers, stopper
-        )
+        try:
+            outcome = await _schedule(
+                todo, setups, store, reporter, redactor, opts, concurrency, routers, stopper
+            )
+        except ClusterLost as exc:
+            planned_keys = {run_key(s.suite, s.run_id) for s in specs}
+            kept = sum(1 for r in store.finished() if run_key(r.suite, r.run_id) in planned_keys)
+            raise exc.kept_in(store.dir, finished=kept, planned=len(specs), command="run") from None
 
         planned = {run_key(s.suite, s.run_id) for s in specs}
         finals = [

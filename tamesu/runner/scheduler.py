@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tamesu.clock import within
-from tamesu.errors import BudgetExceeded, TamesuError
+from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import ResultWriter, redact_result
 from tamesu.runner.spec import RunResult, RunSpec
@@ -402,6 +402,9 @@ class Scheduler:
             return _GraphAnswer(transcript, [], self._timeout_text(spec), "timeout", True)
         except BudgetExceeded as exc:
             return _GraphAnswer(None, [], str(exc), "budget", False)
+        except ClusterLost:
+            self._stop = True  # nothing more can run; the runs in flight are redone by --resume
+            raise
         except Exception as exc:
             retryable = bool(getattr(exc, "retryable", True))
             kind = getattr(exc, "kind", None) or "internal"

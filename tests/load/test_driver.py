@@ -177,3 +177,33 @@ async def test_tamesu_runs_json_report_counts_the_agents_faults_too(
     runs = {t["test_id"]: t["runs"][0]["agent_faults"] for t in report["tests"]}
     assert runs == {"cold": {"http_5xx": 1}, "busy": {"http_5xx": 2}}
     assert json.loads((result.run_dir / "summary.json").read_text())["agent_faults"] == {"http_5xx": 3}
+
+
+async def test_a_lost_cluster_stops_the_load_test_and_keeps_the_finished_calls(
+    agent: tuple[str, FaultAgent], services: RunServices, tmp_path: Path
+) -> None:
+    from tamesu.errors import ClusterLost
+
+    class LosingPlacement(LocalPlacement):
+        """Runs the first calls, then its cluster is gone."""
+
+        runs = 0
+
+        async def run(self, spec: Any, **kw: Any) -> Any:
+            self.runs += 1
+            if self.runs > 5:
+                raise ClusterLost("10.0.0.1:6379", silent_for=10)
+            return await super().run(spec, **kw)
+
+    url, _ = agent
+    specs = specs_of(write_suite(tmp_path, url, {"a": ["hello"]}, retries=2))
+    store = ResultsStore.create(tmp_path / "runs", suites=["load"], settings={"kind": "load"})
+    load = LoadDriver(
+        LosingPlacement(services), specs, LoadProfile.model_validate({"concurrency": 1, "calls": 20}),
+        store=store, http=services.http,
+    )  # fmt: skip
+    with pytest.raises(ClusterLost):
+        await load.run()
+    assert [(s.index, s.outcome, s.final) for s in read_samples(store.dir)] == [
+        (i, "passed", True) for i in range(5)
+    ]

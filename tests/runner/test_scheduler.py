@@ -642,3 +642,28 @@ async def test_a_placement_that_fails_when_called_is_an_infrastructure_error() -
     outcome = await Scheduler(Broken()).run([make_spec()])
     [result] = outcome.results
     assert result.outcome == "error" and result.error == "no worker left"
+
+
+@pytest.mark.unit
+async def test_a_lost_cluster_stops_the_invocation_and_records_only_what_finished(tmp_path: Path) -> None:
+    from tamesu.errors import ClusterLost
+
+    gone = asyncio.Event()
+
+    async def behave(spec: RunSpec, n: int) -> Any:
+        if spec.run_id in ("t0", "t1"):
+            return Outcome(transcript(spec.run_id, "hi", "hello"), [passed()])
+        if spec.run_id == "t2":
+            await gone.wait()
+            return ClusterLost("10.0.0.1:6379", silent_for=10)
+        gone.set()
+        return ClusterLost("10.0.0.1:6379", silent_for=10)
+
+    store = ResultsStore.create(tmp_path, suites=["s"], settings={})
+    placement = ScriptedPlacement(behave)
+    with pytest.raises(ClusterLost, match=r"10\.0\.0\.1:6379"):
+        await schedule(
+            placement, [make_spec(f"t{i}", retries=2) for i in range(20)], concurrency=2, store=store
+        )
+    assert sorted(r.run_id for r in store.finished()) == ["t0", "t1"]
+    assert len(placement.calls) <= 4
