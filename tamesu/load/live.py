@@ -53,6 +53,8 @@ def progress_line(snap: dict[str, Any]) -> str:
     if ttfa["p95"] is not None:
         parts.append(f"first audio p95 {_ms(ttfa['p95'])} ms")
     parts.append(f"errors: {_faults(snap['faults'])}")
+    if snap.get("agent_faults"):
+        parts.append(f"agent faults: {_faults(snap['agent_faults'])}")
     if snap["shed"]:
         parts.append(f"shed {snap['shed']}")
     if snap["workers"] and snap["workers"].get("placement") != "local":
@@ -141,6 +143,7 @@ class LiveView:
             p = snap["recent"][name]
             table.add_row(f"{label} (30s)", f"p50 {_ms(p['p50'])}  p95 {_ms(p['p95'])}  p99 {_ms(p['p99'])}")
         table.add_row("errors by kind", _faults(snap["faults"]))
+        table.add_row("agent faults", _faults(snap.get("agent_faults", {})))
         table.add_row("shed / retried", f"{snap['shed']} / {snap['retried']}")
         table.add_row("workers", _workers(snap["workers"]))
         return table

@@ -29,6 +29,7 @@ def samples() -> list[CallSample]:
                 end=i * 0.5 + 1,
                 outcome="passed" if ok else "error",
                 fault=None if ok else "http_5xx",
+                agent_faults={"http_5xx": 1} if not ok or i % 5 == 0 else {},
                 turn_latency_ms=[(i * 0.5 + 0.2, 100.0 + 10 * i)] if ok else [],
             )
         )
@@ -61,6 +62,8 @@ def test_the_report_holds_totals_windows_tests_and_gates() -> None:
     assert report["totals"]["outcomes"] == {"passed": 16, "error": 4}
     assert (report["totals"]["shed"], report["pass_rate"], report["faults"]) == (2, 0.8, {"http_5xx": 4})
     assert [w["calls"] for w in report["windows"]] == [8, 10, 2]
+    assert report["agent_faults"] == {"http_5xx": 8}
+    assert [w["agent_faults"] for w in report["windows"]] == [{"http_5xx": n} for n in (3, 4, 1)]
     assert report["latency"]["turn_latency_ms"]["count"] == 16
     [test] = report["tests"]
     assert test["assertions"] == {"contains": {"passed": 16, "failed": 4}}
@@ -73,6 +76,7 @@ def test_the_report_holds_totals_windows_tests_and_gates() -> None:
     text = out.getvalue()
     assert "Load test: 20 calls in 10.5s" in text
     assert "errors by kind: http_5xx 4" in text
+    assert "agent faults (retried ones included): http_5xx 8" in text
     assert "0-5s" in text and "10-15s" in text
     assert "s / t  20     80.0%  contains (4)" in text
     assert "FAIL pass_rate: 80.0% (at least 90.0%)  16/20 calls passed" in text
@@ -87,7 +91,7 @@ def test_the_live_numbers_as_a_line_and_as_a_table() -> None:
     snap = stats.snapshot(10.0)
     line = progress_line(snap)
     assert line.startswith("t=10s  active 3  done 20")
-    assert "pass 80.0%" in line and "errors: http_5xx 4" in line
+    assert "pass 80.0%" in line and "errors: http_5xx 4  agent faults: http_5xx 8" in line
     view = LiveView(lambda: snap, live=True)
     from rich.console import Console
 
