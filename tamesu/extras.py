@@ -54,6 +54,8 @@ EXTRAS: dict[str, Extra] = {
         Extra("realtime", "realtime targets (websockets, also a base dependency)", ("websockets",)),
         Extra("pipecat", "running Pipecat bots, such as examples/pipecat (pipecat targets need no extra)", ("pipecat",)),
         Extra("a2a", "a2a targets and remote_agents: the official A2A SDK client and server (JSON-RPC, HTTP+JSON, gRPC)", ("a2a", "grpc", "starlette", "sse_starlette", "uvicorn")),
+        Extra("mcp", "mcp targets: a prompt with the tools of an MCP server (the official mcp SDK)", ("mcp",)),
+        Extra("grpc", "grpc targets: agents serving schema/agent.proto (grpcio and protobuf)", ("grpc", "google.protobuf")),
         Extra("otel", "OpenTelemetry traces of each invocation (telemetry.otlp_endpoint)", ("opentelemetry",)),
         Extra("livekit", "livekit targets, once they have an adapter", ("livekit",)),
         Extra("browser", "browser targets, once they have an adapter"),

@@ -758,21 +758,15 @@ _K85 = frozenset(
         "data_topic",
         "direction",
         "dispatch",
-        "done_tool",
-        "fallback",
         "from",
-        "headers",
         "identity",
         "idle",
         "join_timeout",
         "max_call_duration",
-        "max_tokens",
-        "max_tool_rounds",
         "messages",
         "metadata",
         "method",
         "mode",
-        "model",
         "parameters",
         "protocol",
         "push",
@@ -785,9 +779,6 @@ _K85 = frozenset(
         "skill",
         "stream",
         "streaming",
-        "system",
-        "system_file",
-        "temperature",
         "to",
         "token",
         "tool_results",
@@ -799,7 +790,8 @@ _K85 = frozenset(
         "turn_timeout",
     )
 )
-_K86 = frozenset(
+_K86 = frozenset(("system", "system_file"))
+_K87 = frozenset(
     (
         "agent_identity_prefix",
         "allow_tools",
@@ -851,7 +843,7 @@ _K86 = frozenset(
         "trunk_id",
     )
 )
-_K87 = frozenset(
+_K88 = frozenset(
     (
         "agent_identity_prefix",
         "allow_tools",
@@ -904,8 +896,8 @@ _K87 = frozenset(
         "trunk_id",
     )
 )
-_K88 = frozenset(("name", "target"))
-_K89 = frozenset(
+_K89 = frozenset(("name", "target"))
+_K90 = frozenset(
     (
         "assert",
         "capture",
@@ -930,13 +922,13 @@ _K89 = frozenset(
         "vars",
     )
 )
-_K90 = frozenset(("extract", "json_path", "name", "regex"))
-_P91 = re.compile("^[A-Za-z_][A-Za-z0-9_]*\\Z")
-_K92 = frozenset(("name", "vars"))
-_K93 = frozenset(("opening", "target"))
-_K94 = frozenset(("delay", "empty", "error", "hostile", "huge", "malformed", "null", "wrong_type"))
-_K95 = frozenset(("delay", "mode", "result"))
-_K96 = frozenset(
+_K91 = frozenset(("extract", "json_path", "name", "regex"))
+_P92 = re.compile("^[A-Za-z_][A-Za-z0-9_]*\\Z")
+_K93 = frozenset(("name", "vars"))
+_K94 = frozenset(("opening", "target"))
+_K95 = frozenset(("delay", "empty", "error", "hostile", "huge", "malformed", "null", "wrong_type"))
+_K96 = frozenset(("delay", "mode", "result"))
+_K97 = frozenset(
     (
         "custom",
         "delay",
@@ -949,8 +941,8 @@ _K96 = frozenset(
         "wrong_type",
     )
 )
-_K97 = frozenset(("adversarial", "behaviors", "language", "name", "style", "tactics", "voice"))
-_K98 = frozenset(
+_K98 = frozenset(("adversarial", "behaviors", "language", "name", "style", "tactics", "voice"))
+_K99 = frozenset(
     (
         "background_noise",
         "background_noise_snr_db",
@@ -959,14 +951,14 @@ _K98 = frozenset(
         "silence_after_turn_ms",
     )
 )
-_K99 = frozenset(("mobile_poor", "pstn", "voip_good"))
-_K100 = frozenset(("reason", "until"))
-_P101 = re.compile("^\\d{4}-\\d{2}-\\d{2}\\Z")
-_K102 = frozenset(("goal", "max_turns", "script", "stop_when"))
-_K103 = frozenset(("data", "dtmf", "files", "say", "wait_for"))
-_K104 = frozenset(("mime", "name", "path", "uri"))
-_K105 = frozenset(("action", "expect", "goal"))
-_K106 = frozenset(
+_K100 = frozenset(("mobile_poor", "pstn", "voip_good"))
+_K101 = frozenset(("reason", "until"))
+_P102 = re.compile("^\\d{4}-\\d{2}-\\d{2}\\Z")
+_K103 = frozenset(("goal", "max_turns", "script", "stop_when"))
+_K104 = frozenset(("data", "dtmf", "files", "say", "wait_for"))
+_K105 = frozenset(("mime", "name", "path", "uri"))
+_K106 = frozenset(("action", "expect", "goal"))
+_K107 = frozenset(
     (
         "a11y",
         "assert_text",
@@ -982,9 +974,9 @@ _K106 = frozenset(
         "wait",
     )
 )
-_K107 = frozenset(("cases", "cases_file"))
-_K108 = frozenset(("counterpart", "persona"))
-_K109 = frozenset(
+_K108 = frozenset(("cases", "cases_file"))
+_K109 = frozenset(("counterpart", "persona"))
+_K110 = frozenset(
     (
         "budgets",
         "concurrency",
@@ -1005,17 +997,17 @@ _K109 = frozenset(
         "vars",
     )
 )
-_K110 = frozenset(("enabled", "flaky_window", "path"))
-_K111 = frozenset(("after_all", "before_all"))
-_K112 = frozenset(("answer_size", "json_depth", "transcript_size", "turn_text"))
-_P113 = re.compile("^\\s*[0-9]+(\\.[0-9]+)?\\s*([kKmMgG]i?[bB]|[bB])?\\s*\\Z")
-_K114 = frozenset(("api_key", "api_secret", "url"))
-_K115 = frozenset(("api_key", "base_url"))
-_K116 = frozenset(("inbound_number", "outbound_trunk_id"))
-_K117 = frozenset(("confidence", "early_stop", "pass_k", "threshold_on"))
-_K118 = frozenset(("alpha", "beta", "enabled", "indifference"))
-_K119 = frozenset(("lower_bound", "rate"))
-_K120 = frozenset(("otlp_endpoint", "service_name"))
+_K111 = frozenset(("enabled", "flaky_window", "path"))
+_K112 = frozenset(("after_all", "before_all"))
+_K113 = frozenset(("answer_size", "json_depth", "transcript_size", "turn_text"))
+_P114 = re.compile("^\\s*[0-9]+(\\.[0-9]+)?\\s*([kKmMgG]i?[bB]|[bB])?\\s*\\Z")
+_K115 = frozenset(("api_key", "api_secret", "url"))
+_K116 = frozenset(("api_key", "base_url"))
+_K117 = frozenset(("inbound_number", "outbound_trunk_id"))
+_K118 = frozenset(("confidence", "early_stop", "pass_k", "threshold_on"))
+_K119 = frozenset(("alpha", "beta", "enabled", "indifference"))
+_K120 = frozenset(("lower_bound", "rate"))
+_K121 = frozenset(("otlp_endpoint", "service_name"))
 
 
 def _n2(x: Any) -> bool:
@@ -3977,6 +3969,26 @@ def _n300(x: Any) -> bool:
     return True
 
 
+def _n304(x: Any) -> bool:
+    if _n152(x):
+        if not _n298(x):
+            return False
+    return True
+
+
+def _n306(x: Any) -> bool:
+    if type(x) is dict:
+        if not x.keys() >= _K86:
+            return False
+    return True
+
+
+def _n305(x: Any) -> bool:
+    if _n306(x):
+        return False
+    return True
+
+
 def _n297(x: Any) -> bool:
     if type(x) is dict:
         if not x.keys().isdisjoint(_K85):
@@ -3984,6 +3996,10 @@ def _n297(x: Any) -> bool:
     if not _n299(x):
         return False
     if not _n300(x):
+        return False
+    if not _n304(x):
+        return False
+    if not _n305(x):
         return False
     return True
 
@@ -3995,53 +4011,22 @@ def _n294(x: Any) -> bool:
     return True
 
 
-def _n306(x: Any) -> bool:
+def _n309(x: Any) -> bool:
     if not (type(x) is str and x == "a2a"):
         return False
     return True
 
 
-def _n305(x: Any) -> bool:
+def _n308(x: Any) -> bool:
     if type(x) is dict:
         if "type" not in x:
             return False
-        if "type" in x and not _n306(x["type"]):
-            return False
-    return True
-
-
-def _n307(x: Any) -> bool:
-    if type(x) is dict:
-        if "url" not in x:
-            return False
-        if not x.keys().isdisjoint(_K86):
-            return False
-    return True
-
-
-def _n304(x: Any) -> bool:
-    if _n305(x):
-        if not _n307(x):
+        if "type" in x and not _n309(x["type"]):
             return False
     return True
 
 
 def _n310(x: Any) -> bool:
-    if not (type(x) is str and x == "voice"):
-        return False
-    return True
-
-
-def _n309(x: Any) -> bool:
-    if type(x) is dict:
-        if "type" not in x:
-            return False
-        if "type" in x and not _n310(x["type"]):
-            return False
-    return True
-
-
-def _n311(x: Any) -> bool:
     if type(x) is dict:
         if "url" not in x:
             return False
@@ -4050,9 +4035,40 @@ def _n311(x: Any) -> bool:
     return True
 
 
-def _n308(x: Any) -> bool:
-    if _n309(x):
-        if not _n311(x):
+def _n307(x: Any) -> bool:
+    if _n308(x):
+        if not _n310(x):
+            return False
+    return True
+
+
+def _n313(x: Any) -> bool:
+    if not (type(x) is str and x == "voice"):
+        return False
+    return True
+
+
+def _n312(x: Any) -> bool:
+    if type(x) is dict:
+        if "type" not in x:
+            return False
+        if "type" in x and not _n313(x["type"]):
+            return False
+    return True
+
+
+def _n314(x: Any) -> bool:
+    if type(x) is dict:
+        if "url" not in x:
+            return False
+        if not x.keys().isdisjoint(_K88):
+            return False
+    return True
+
+
+def _n311(x: Any) -> bool:
+    if _n312(x):
+        if not _n314(x):
             return False
     return True
 
@@ -4204,9 +4220,9 @@ def _d_Target(x: Any) -> bool:
         return False
     if not _n294(x):
         return False
-    if not _n304(x):
+    if not _n307(x):
         return False
-    if not _n308(x):
+    if not _n311(x):
         return False
     return True
 
@@ -4222,28 +4238,28 @@ def _n154(x: Any) -> bool:
     return True
 
 
-def _n316(x: Any) -> bool:
+def _n319(x: Any) -> bool:
     if type(x) is not str:
         return False
-    if _P91.search(x) is None:
+    if _P92.search(x) is None:
         return False
     return True
 
 
-def _n317(x: Any) -> bool:
+def _n320(x: Any) -> bool:
     if type(x) is dict:
         if "extract" not in x:
             return False
     return True
 
 
-def _n318(x: Any) -> bool:
+def _n321(x: Any) -> bool:
     n = 0
     if _n89(x):
         n += 1
     if _n38(x):
         n += 1
-    if _n317(x):
+    if _n320(x):
         n += 1
     return n == 1
 
@@ -4253,22 +4269,22 @@ def _d_Capture(x: Any) -> bool:
         return False
     if "name" not in x:
         return False
-    if not x.keys() <= _K90:
+    if not x.keys() <= _K91:
         return False
     if "extract" in x and not _n12(x["extract"]):
         return False
     if "json_path" in x and not _n12(x["json_path"]):
         return False
-    if "name" in x and not _n316(x["name"]):
+    if "name" in x and not _n319(x["name"]):
         return False
     if "regex" in x and not _n12(x["regex"]):
         return False
-    if not _n318(x):
+    if not _n321(x):
         return False
     return True
 
 
-def _n314(x: Any) -> bool:
+def _n317(x: Any) -> bool:
     if type(x) is not list:
         return False
     for v in x:
@@ -4277,8 +4293,8 @@ def _n314(x: Any) -> bool:
     return True
 
 
-def _n319(x: Any) -> bool:
-    if _n314(x):
+def _n322(x: Any) -> bool:
+    if _n317(x):
         return True
     if x is None:
         return True
@@ -4290,7 +4306,7 @@ def _d_Case(x: Any) -> bool:
         return False
     if "vars" not in x:
         return False
-    if not x.keys() <= _K92:
+    if not x.keys() <= _K93:
         return False
     if "name" in x and not _n12(x["name"]):
         return False
@@ -4299,7 +4315,7 @@ def _d_Case(x: Any) -> bool:
     return True
 
 
-def _n320(x: Any) -> bool:
+def _n323(x: Any) -> bool:
     if type(x) is not list:
         return False
     if len(x) < 1:
@@ -4310,8 +4326,8 @@ def _n320(x: Any) -> bool:
     return True
 
 
-def _n322(x: Any) -> bool:
-    if _n320(x):
+def _n325(x: Any) -> bool:
+    if _n323(x):
         return True
     if x is None:
         return True
@@ -4323,7 +4339,7 @@ def _d_Counterpart(x: Any) -> bool:
         return False
     if "target" not in x:
         return False
-    if not x.keys() <= _K93:
+    if not x.keys() <= _K94:
         return False
     if "opening" in x and not _n12(x["opening"]):
         return False
@@ -4332,7 +4348,7 @@ def _d_Counterpart(x: Any) -> bool:
     return True
 
 
-def _n324(x: Any) -> bool:
+def _n327(x: Any) -> bool:
     if _d_Counterpart(x):
         return True
     if x is None:
@@ -4340,82 +4356,82 @@ def _n324(x: Any) -> bool:
     return False
 
 
-def _n327(x: Any) -> bool:
-    if type(x) is not str or x not in _K94:
+def _n330(x: Any) -> bool:
+    if type(x) is not str or x not in _K95:
         return False
     return True
 
 
-def _n329(x: Any) -> bool:
+def _n332(x: Any) -> bool:
     if type(x) is not str:
         return False
-    if type(x) is not str or x not in _K96:
+    if type(x) is not str or x not in _K97:
         return False
     return True
 
 
-def _n331(x: Any) -> bool:
+def _n334(x: Any) -> bool:
     if not (type(x) is str and x == "custom"):
         return False
     return True
 
 
-def _n330(x: Any) -> bool:
+def _n333(x: Any) -> bool:
     if type(x) is dict:
         if "mode" not in x:
             return False
-        if "mode" in x and not _n331(x["mode"]):
+        if "mode" in x and not _n334(x["mode"]):
             return False
     return True
 
 
-def _n332(x: Any) -> bool:
+def _n335(x: Any) -> bool:
     if type(x) is dict:
         if "result" not in x:
             return False
     return True
 
 
-def _n333(x: Any) -> bool:
-    if _n332(x):
+def _n336(x: Any) -> bool:
+    if _n335(x):
         return False
     return True
 
 
-def _n328(x: Any) -> bool:
+def _n331(x: Any) -> bool:
     if type(x) is not dict:
         return False
     if "mode" not in x:
         return False
-    if not x.keys() <= _K95:
+    if not x.keys() <= _K96:
         return False
     if "delay" in x and not _n184(x["delay"]):
         return False
-    if "mode" in x and not _n329(x["mode"]):
+    if "mode" in x and not _n332(x["mode"]):
         return False
-    if _n330(x):
-        if not _n332(x):
+    if _n333(x):
+        if not _n335(x):
             return False
-    elif not _n333(x):
+    elif not _n336(x):
         return False
     return True
 
 
-def _n334(x: Any) -> bool:
-    if _n327(x):
+def _n337(x: Any) -> bool:
+    if _n330(x):
         return True
-    if _n328(x):
+    if _n331(x):
         return True
     return False
 
 
 def _d_Fuzz(x: Any) -> bool:
-    if not _n334(x):
+    if not _n337(x):
         return False
     return True
 
 
-def _n325(x: Any) -> bool:
+def _n328(x: Any) -> bool:
     if type(x) is not dict:
         return False
     for v in x.values():
@@ -4424,15 +4440,15 @@ def _n325(x: Any) -> bool:
     return True
 
 
-def _n335(x: Any) -> bool:
-    if _n325(x):
+def _n338(x: Any) -> bool:
+    if _n328(x):
         return True
     if x is None:
         return True
     return False
 
 
-def _n336(x: Any) -> bool:
+def _n339(x: Any) -> bool:
     if _n82(x):
         return True
     if x is None:
@@ -4440,7 +4456,7 @@ def _n336(x: Any) -> bool:
     return False
 
 
-def _n337(x: Any) -> bool:
+def _n340(x: Any) -> bool:
     if _n187(x):
         return True
     if x is None:
@@ -4448,7 +4464,7 @@ def _n337(x: Any) -> bool:
     return False
 
 
-def _n338(x: Any) -> bool:
+def _n341(x: Any) -> bool:
     if _n113(x):
         return True
     if x is None:
@@ -4456,7 +4472,7 @@ def _n338(x: Any) -> bool:
     return False
 
 
-def _n341(x: Any) -> bool:
+def _n344(x: Any) -> bool:
     if not _rules.number(x):
         return False
     if not (x >= -10):
@@ -4466,23 +4482,23 @@ def _n341(x: Any) -> bool:
     return True
 
 
-def _n342(x: Any) -> bool:
+def _n345(x: Any) -> bool:
     if type(x) is not str:
         return False
-    if type(x) is not str or x not in _K99:
+    if type(x) is not str or x not in _K100:
         return False
     return True
 
 
-def _n343(x: Any) -> bool:
-    if _n342(x):
+def _n346(x: Any) -> bool:
+    if _n345(x):
         return True
     if x is None:
         return True
     return False
 
 
-def _n345(x: Any) -> bool:
+def _n348(x: Any) -> bool:
     if type(x) is not list:
         return False
     if len(x) < 2:
@@ -4495,16 +4511,16 @@ def _n345(x: Any) -> bool:
     return True
 
 
-def _n346(x: Any) -> bool:
-    if _n345(x):
+def _n349(x: Any) -> bool:
+    if _n348(x):
         return True
     if x is None:
         return True
     return False
 
 
-def _n344(x: Any) -> bool:
-    if not _n346(x):
+def _n347(x: Any) -> bool:
+    if not _n349(x):
         return False
     if not _rules.ordered_range(x):
         return False
@@ -4514,22 +4530,22 @@ def _n344(x: Any) -> bool:
 def _d_Behaviors(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K98:
+    if not x.keys() <= _K99:
         return False
     if "background_noise" in x and not _n12(x["background_noise"]):
         return False
-    if "background_noise_snr_db" in x and not _n341(x["background_noise_snr_db"]):
+    if "background_noise_snr_db" in x and not _n344(x["background_noise_snr_db"]):
         return False
     if "interrupt_probability" in x and not _n26(x["interrupt_probability"]):
         return False
-    if "line_quality" in x and not _n343(x["line_quality"]):
+    if "line_quality" in x and not _n346(x["line_quality"]):
         return False
-    if "silence_after_turn_ms" in x and not _n344(x["silence_after_turn_ms"]):
+    if "silence_after_turn_ms" in x and not _n347(x["silence_after_turn_ms"]):
         return False
     return True
 
 
-def _n347(x: Any) -> bool:
+def _n350(x: Any) -> bool:
     if _d_Behaviors(x):
         return True
     if x is None:
@@ -4537,7 +4553,7 @@ def _n347(x: Any) -> bool:
     return False
 
 
-def _n348(x: Any) -> bool:
+def _n351(x: Any) -> bool:
     if type(x) is dict:
         if "tactics" not in x:
             return False
@@ -4546,17 +4562,17 @@ def _n348(x: Any) -> bool:
     return True
 
 
-def _n350(x: Any) -> bool:
+def _n353(x: Any) -> bool:
     if x is not True:
         return False
     return True
 
 
-def _n349(x: Any) -> bool:
+def _n352(x: Any) -> bool:
     if type(x) is dict:
         if "adversarial" not in x:
             return False
-        if "adversarial" in x and not _n350(x["adversarial"]):
+        if "adversarial" in x and not _n353(x["adversarial"]):
             return False
     return True
 
@@ -4564,11 +4580,11 @@ def _n349(x: Any) -> bool:
 def _d_Persona(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K97:
+    if not x.keys() <= _K98:
         return False
     if "adversarial" in x and type(x["adversarial"]) is not bool:
         return False
-    if "behaviors" in x and not _n347(x["behaviors"]):
+    if "behaviors" in x and not _n350(x["behaviors"]):
         return False
     if "language" in x and not _n12(x["language"]):
         return False
@@ -4580,13 +4596,13 @@ def _d_Persona(x: Any) -> bool:
         return False
     if "voice" in x and not _n12(x["voice"]):
         return False
-    if _n348(x):
-        if not _n349(x):
+    if _n351(x):
+        if not _n352(x):
             return False
     return True
 
 
-def _n351(x: Any) -> bool:
+def _n354(x: Any) -> bool:
     if _d_Persona(x):
         return True
     if x is None:
@@ -4594,18 +4610,18 @@ def _n351(x: Any) -> bool:
     return False
 
 
-def _n353(x: Any) -> bool:
+def _n356(x: Any) -> bool:
     if type(x) is not str:
         return False
-    if _P101.search(x) is None:
+    if _P102.search(x) is None:
         return False
     if not _rules.date(x):
         return False
     return True
 
 
-def _n354(x: Any) -> bool:
-    if _n353(x):
+def _n357(x: Any) -> bool:
+    if _n356(x):
         return True
     if x is None:
         return True
@@ -4617,16 +4633,16 @@ def _d_Quarantine(x: Any) -> bool:
         return False
     if "reason" not in x:
         return False
-    if not x.keys() <= _K100:
+    if not x.keys() <= _K101:
         return False
     if "reason" in x and not _n13(x["reason"]):
         return False
-    if "until" in x and not _n354(x["until"]):
+    if "until" in x and not _n357(x["until"]):
         return False
     return True
 
 
-def _n355(x: Any) -> bool:
+def _n358(x: Any) -> bool:
     if _d_Quarantine(x):
         return True
     if x is None:
@@ -4634,7 +4650,7 @@ def _n355(x: Any) -> bool:
     return False
 
 
-def _n356(x: Any) -> bool:
+def _n359(x: Any) -> bool:
     if _n114(x):
         return True
     if x is None:
@@ -4642,7 +4658,7 @@ def _n356(x: Any) -> bool:
     return False
 
 
-def _n360(x: Any) -> bool:
+def _n363(x: Any) -> bool:
     if _n22(x):
         return True
     if x is None:
@@ -4650,33 +4666,33 @@ def _n360(x: Any) -> bool:
     return False
 
 
-def _n364(x: Any) -> bool:
+def _n367(x: Any) -> bool:
     if type(x) is dict:
         if "path" not in x:
             return False
     return True
 
 
-def _n365(x: Any) -> bool:
+def _n368(x: Any) -> bool:
     if type(x) is dict:
         if "uri" not in x:
             return False
     return True
 
 
-def _n366(x: Any) -> bool:
+def _n369(x: Any) -> bool:
     n = 0
-    if _n364(x):
+    if _n367(x):
         n += 1
-    if _n365(x):
+    if _n368(x):
         n += 1
     return n == 1
 
 
-def _n363(x: Any) -> bool:
+def _n366(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K104:
+    if not x.keys() <= _K105:
         return False
     if "mime" in x and not _n12(x["mime"]):
         return False
@@ -4686,26 +4702,26 @@ def _n363(x: Any) -> bool:
         return False
     if "uri" in x and not _n12(x["uri"]):
         return False
-    if not _n366(x):
+    if not _n369(x):
         return False
     return True
 
 
-def _n367(x: Any) -> bool:
+def _n370(x: Any) -> bool:
     if type(x) is str:
         return True
-    if _n363(x):
+    if _n366(x):
         return True
     return False
 
 
 def _d_ScriptFile(x: Any) -> bool:
-    if not _n367(x):
+    if not _n370(x):
         return False
     return True
 
 
-def _n361(x: Any) -> bool:
+def _n364(x: Any) -> bool:
     if type(x) is not list:
         return False
     for v in x:
@@ -4714,80 +4730,80 @@ def _n361(x: Any) -> bool:
     return True
 
 
-def _n368(x: Any) -> bool:
-    if _n361(x):
+def _n371(x: Any) -> bool:
+    if _n364(x):
         return True
     if x is None:
         return True
     return False
 
 
-def _n370(x: Any) -> bool:
+def _n373(x: Any) -> bool:
     if type(x) is dict:
         if "wait_for" not in x:
             return False
     return True
 
 
-def _n371(x: Any) -> bool:
+def _n374(x: Any) -> bool:
     if type(x) is dict:
         if len(x) > 1:
             return False
     return True
 
 
-def _n369(x: Any) -> bool:
-    if _n370(x):
-        if not _n371(x):
-            return False
-    return True
-
-
-def _n373(x: Any) -> bool:
-    if type(x) is dict:
-        if "dtmf" not in x:
-            return False
-    return True
-
-
 def _n372(x: Any) -> bool:
     if _n373(x):
-        if not _n371(x):
-            return False
-    return True
-
-
-def _n374(x: Any) -> bool:
-    if type(x) is dict:
-        if "say" not in x:
-            return False
-    return True
-
-
-def _n375(x: Any) -> bool:
-    if type(x) is dict:
-        if "data" not in x:
+        if not _n374(x):
             return False
     return True
 
 
 def _n376(x: Any) -> bool:
     if type(x) is dict:
-        if "files" not in x:
+        if "dtmf" not in x:
+            return False
+    return True
+
+
+def _n375(x: Any) -> bool:
+    if _n376(x):
+        if not _n374(x):
             return False
     return True
 
 
 def _n377(x: Any) -> bool:
-    if _n374(x):
-        return True
-    if _n370(x):
+    if type(x) is dict:
+        if "say" not in x:
+            return False
+    return True
+
+
+def _n378(x: Any) -> bool:
+    if type(x) is dict:
+        if "data" not in x:
+            return False
+    return True
+
+
+def _n379(x: Any) -> bool:
+    if type(x) is dict:
+        if "files" not in x:
+            return False
+    return True
+
+
+def _n380(x: Any) -> bool:
+    if _n377(x):
         return True
     if _n373(x):
         return True
-    if _n375(x):
-        return True
     if _n376(x):
+        return True
+    if _n378(x):
+        return True
+    if _n379(x):
         return True
     return False
 
@@ -4795,28 +4811,28 @@ def _n377(x: Any) -> bool:
 def _d_ScriptStep(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K103:
+    if not x.keys() <= _K104:
         return False
     if "data" in x and not _n78(x["data"]):
         return False
-    if "dtmf" in x and not _n360(x["dtmf"]):
+    if "dtmf" in x and not _n363(x["dtmf"]):
         return False
-    if "files" in x and not _n368(x["files"]):
+    if "files" in x and not _n371(x["files"]):
         return False
     if "say" in x and not _n12(x["say"]):
         return False
     if "wait_for" in x and not _n12(x["wait_for"]):
         return False
-    if not _n369(x):
-        return False
     if not _n372(x):
         return False
-    if not _n377(x):
+    if not _n375(x):
+        return False
+    if not _n380(x):
         return False
     return True
 
 
-def _n358(x: Any) -> bool:
+def _n361(x: Any) -> bool:
     if type(x) is not list:
         return False
     for v in x:
@@ -4825,15 +4841,15 @@ def _n358(x: Any) -> bool:
     return True
 
 
-def _n378(x: Any) -> bool:
-    if _n358(x):
+def _n381(x: Any) -> bool:
+    if _n361(x):
         return True
     if x is None:
         return True
     return False
 
 
-def _n379(x: Any) -> bool:
+def _n382(x: Any) -> bool:
     if type(x) is dict:
         if "goal" not in x:
             return False
@@ -4842,7 +4858,7 @@ def _n379(x: Any) -> bool:
     return True
 
 
-def _n381(x: Any) -> bool:
+def _n384(x: Any) -> bool:
     if type(x) is not list:
         return False
     if len(x) < 1:
@@ -4850,19 +4866,19 @@ def _n381(x: Any) -> bool:
     return True
 
 
-def _n380(x: Any) -> bool:
+def _n383(x: Any) -> bool:
     if type(x) is dict:
         if "script" not in x:
             return False
-        if "script" in x and not _n381(x["script"]):
+        if "script" in x and not _n384(x["script"]):
             return False
     return True
 
 
-def _n382(x: Any) -> bool:
-    if _n379(x):
+def _n385(x: Any) -> bool:
+    if _n382(x):
         return True
-    if _n380(x):
+    if _n383(x):
         return True
     return False
 
@@ -4870,22 +4886,22 @@ def _n382(x: Any) -> bool:
 def _d_Scenario(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K102:
+    if not x.keys() <= _K103:
         return False
     if "goal" in x and not _n12(x["goal"]):
         return False
     if "max_turns" in x and not _n3(x["max_turns"]):
         return False
-    if "script" in x and not _n378(x["script"]):
+    if "script" in x and not _n381(x["script"]):
         return False
     if "stop_when" in x and not _n12(x["stop_when"]):
         return False
-    if not _n382(x):
+    if not _n385(x):
         return False
     return True
 
 
-def _n383(x: Any) -> bool:
+def _n386(x: Any) -> bool:
     if _d_Scenario(x):
         return True
     if x is None:
@@ -4893,54 +4909,54 @@ def _n383(x: Any) -> bool:
     return False
 
 
-def _n387(x: Any) -> bool:
-    if type(x) is not str or x not in _K106:
+def _n390(x: Any) -> bool:
+    if type(x) is not str or x not in _K107:
         return False
     return True
 
 
-def _n386(x: Any) -> bool:
+def _n389(x: Any) -> bool:
     if type(x) is dict:
         if len(x) < 1:
             return False
         if len(x) > 1:
             return False
         for k in x:
-            if not _n387(k):
+            if not _n390(k):
                 return False
     if not _n78(x):
         return False
     return True
 
 
-def _n388(x: Any) -> bool:
+def _n391(x: Any) -> bool:
     if type(x) is dict:
         if "goal" not in x:
             return False
     return True
 
 
-def _n389(x: Any) -> bool:
+def _n392(x: Any) -> bool:
     if type(x) is dict:
         if "expect" not in x:
             return False
     return True
 
 
-def _n390(x: Any) -> bool:
+def _n393(x: Any) -> bool:
     if type(x) is dict:
         if "action" not in x:
             return False
     return True
 
 
-def _n391(x: Any) -> bool:
+def _n394(x: Any) -> bool:
     n = 0
-    if _n388(x):
+    if _n391(x):
         n += 1
-    if _n389(x):
+    if _n392(x):
         n += 1
-    if _n390(x):
+    if _n393(x):
         n += 1
     return n == 1
 
@@ -4948,20 +4964,20 @@ def _n391(x: Any) -> bool:
 def _d_Step(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K105:
+    if not x.keys() <= _K106:
         return False
-    if "action" in x and not _n386(x["action"]):
+    if "action" in x and not _n389(x["action"]):
         return False
     if "expect" in x and not _n12(x["expect"]):
         return False
     if "goal" in x and not _n12(x["goal"]):
         return False
-    if not _n391(x):
+    if not _n394(x):
         return False
     return True
 
 
-def _n384(x: Any) -> bool:
+def _n387(x: Any) -> bool:
     if type(x) is not list:
         return False
     for v in x:
@@ -4970,17 +4986,17 @@ def _n384(x: Any) -> bool:
     return True
 
 
-def _n392(x: Any) -> bool:
-    if _n384(x):
+def _n395(x: Any) -> bool:
+    if _n387(x):
         return True
     if x is None:
         return True
     return False
 
 
-def _n393(x: Any) -> bool:
+def _n396(x: Any) -> bool:
     if type(x) is dict:
-        if not x.keys() >= _K107:
+        if not x.keys() >= _K108:
             return False
         if "cases" in x and not _n15(x["cases"]):
             return False
@@ -4989,9 +5005,9 @@ def _n393(x: Any) -> bool:
     return True
 
 
-def _n394(x: Any) -> bool:
+def _n397(x: Any) -> bool:
     if type(x) is dict:
-        if not x.keys() >= _K108:
+        if not x.keys() >= _K109:
             return False
         if "counterpart" in x and not _n15(x["counterpart"]):
             return False
@@ -5000,10 +5016,10 @@ def _n394(x: Any) -> bool:
     return True
 
 
-def _n395(x: Any) -> bool:
-    if _n393(x):
+def _n398(x: Any) -> bool:
+    if _n396(x):
         return True
-    if _n394(x):
+    if _n397(x):
         return True
     return False
 
@@ -5011,43 +5027,43 @@ def _n395(x: Any) -> bool:
 def _d_Test(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() >= _K88:
+    if not x.keys() >= _K89:
         return False
-    if not x.keys() <= _K89:
+    if not x.keys() <= _K90:
         return False
     if "assert" in x and not _n6(x["assert"]):
         return False
-    if "capture" in x and not _n319(x["capture"]):
+    if "capture" in x and not _n322(x["capture"]):
         return False
-    if "cases" in x and not _n322(x["cases"]):
+    if "cases" in x and not _n325(x["cases"]):
         return False
     if "cases_file" in x and not _n12(x["cases_file"]):
         return False
-    if "counterpart" in x and not _n324(x["counterpart"]):
+    if "counterpart" in x and not _n327(x["counterpart"]):
         return False
-    if "fuzz_tools" in x and not _n335(x["fuzz_tools"]):
+    if "fuzz_tools" in x and not _n338(x["fuzz_tools"]):
         return False
-    if "languages" in x and not _n336(x["languages"]):
+    if "languages" in x and not _n339(x["languages"]):
         return False
-    if "mode" in x and not _n337(x["mode"]):
+    if "mode" in x and not _n340(x["mode"]):
         return False
     if "name" in x and not _n13(x["name"]):
         return False
-    if "pass_threshold" in x and not _n338(x["pass_threshold"]):
+    if "pass_threshold" in x and not _n341(x["pass_threshold"]):
         return False
-    if "persona" in x and not _n351(x["persona"]):
+    if "persona" in x and not _n354(x["persona"]):
         return False
-    if "quarantine" in x and not _n355(x["quarantine"]):
+    if "quarantine" in x and not _n358(x["quarantine"]):
         return False
     if "repeat" in x and not _n43(x["repeat"]):
         return False
-    if "retries" in x and not _n356(x["retries"]):
+    if "retries" in x and not _n359(x["retries"]):
         return False
-    if "scenario" in x and not _n383(x["scenario"]):
+    if "scenario" in x and not _n386(x["scenario"]):
         return False
     if "seed" in x and not _n85(x["seed"]):
         return False
-    if "steps" in x and not _n392(x["steps"]):
+    if "steps" in x and not _n395(x["steps"]):
         return False
     if "tags" in x and not _n30(x["tags"]):
         return False
@@ -5057,12 +5073,12 @@ def _d_Test(x: Any) -> bool:
         return False
     if "vars" in x and not _n46(x["vars"]):
         return False
-    if _n395(x):
+    if _n398(x):
         return False
     return True
 
 
-def _n312(x: Any) -> bool:
+def _n315(x: Any) -> bool:
     if type(x) is not list:
         return False
     for v in x:
@@ -5100,7 +5116,7 @@ def _n0(x: Any) -> bool:
         return False
     if "targets" in x and not _n154(x["targets"]):
         return False
-    if "tests" in x and not _n312(x["tests"]):
+    if "tests" in x and not _n315(x["tests"]):
         return False
     if "vars" in x and not _n46(x["vars"]):
         return False
@@ -5110,7 +5126,7 @@ def _n0(x: Any) -> bool:
 def _d_History(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K110:
+    if not x.keys() <= _K111:
         return False
     if "enabled" in x and type(x["enabled"]) is not bool:
         return False
@@ -5124,7 +5140,7 @@ def _d_History(x: Any) -> bool:
 def _d_ProjectHooks(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K111:
+    if not x.keys() <= _K112:
         return False
     if "after_all" in x and not _n118(x["after_all"]):
         return False
@@ -5133,7 +5149,7 @@ def _d_ProjectHooks(x: Any) -> bool:
     return True
 
 
-def _n399(x: Any) -> bool:
+def _n402(x: Any) -> bool:
     if _d_ProjectHooks(x):
         return True
     if x is None:
@@ -5141,23 +5157,23 @@ def _n399(x: Any) -> bool:
     return False
 
 
-def _n401(x: Any) -> bool:
+def _n404(x: Any) -> bool:
     if type(x) is not str:
         return False
-    if _P113.search(x) is None:
+    if _P114.search(x) is None:
         return False
     return True
 
 
-def _n402(x: Any) -> bool:
+def _n405(x: Any) -> bool:
     if type(x) is int:
         return True
-    if _n401(x):
+    if _n404(x):
         return True
     return False
 
 
-def _n403(x: Any) -> bool:
+def _n406(x: Any) -> bool:
     if type(x) is not int:
         return False
     if not (x >= 1):
@@ -5170,20 +5186,20 @@ def _n403(x: Any) -> bool:
 def _d_LimitsConfig(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K112:
+    if not x.keys() <= _K113:
         return False
-    if "answer_size" in x and not _n402(x["answer_size"]):
+    if "answer_size" in x and not _n405(x["answer_size"]):
         return False
-    if "json_depth" in x and not _n403(x["json_depth"]):
+    if "json_depth" in x and not _n406(x["json_depth"]):
         return False
-    if "transcript_size" in x and not _n402(x["transcript_size"]):
+    if "transcript_size" in x and not _n405(x["transcript_size"]):
         return False
     if "turn_text" in x and not _n3(x["turn_text"]):
         return False
     return True
 
 
-def _n404(x: Any) -> bool:
+def _n407(x: Any) -> bool:
     if _d_LimitsConfig(x):
         return True
     if x is None:
@@ -5194,7 +5210,7 @@ def _n404(x: Any) -> bool:
 def _d_LiveKitConfig(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K114:
+    if not x.keys() <= _K115:
         return False
     if "api_key" in x and not _n12(x["api_key"]):
         return False
@@ -5205,7 +5221,7 @@ def _d_LiveKitConfig(x: Any) -> bool:
     return True
 
 
-def _n406(x: Any) -> bool:
+def _n409(x: Any) -> bool:
     if _d_LiveKitConfig(x):
         return True
     if x is None:
@@ -5217,7 +5233,7 @@ def _d_LoadProfile(x: Any) -> bool:
     return False
 
 
-def _n408(x: Any) -> bool:
+def _n411(x: Any) -> bool:
     if _d_LoadProfile(x):
         return True
     if x is None:
@@ -5230,7 +5246,7 @@ def _d_ProviderConfig(x: Any) -> bool:
         return False
     if "base_url" not in x:
         return False
-    if not x.keys() <= _K115:
+    if not x.keys() <= _K116:
         return False
     if "api_key" in x and not _n12(x["api_key"]):
         return False
@@ -5239,7 +5255,7 @@ def _d_ProviderConfig(x: Any) -> bool:
     return True
 
 
-def _n409(x: Any) -> bool:
+def _n412(x: Any) -> bool:
     if type(x) is not dict:
         return False
     for v in x.values():
@@ -5251,7 +5267,7 @@ def _n409(x: Any) -> bool:
 def _d_SipConfig(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K116:
+    if not x.keys() <= _K117:
         return False
     if "inbound_number" in x and not _n12(x["inbound_number"]):
         return False
@@ -5260,7 +5276,7 @@ def _d_SipConfig(x: Any) -> bool:
     return True
 
 
-def _n412(x: Any) -> bool:
+def _n415(x: Any) -> bool:
     if _d_SipConfig(x):
         return True
     if x is None:
@@ -5268,7 +5284,7 @@ def _n412(x: Any) -> bool:
     return False
 
 
-def _n414(x: Any) -> bool:
+def _n417(x: Any) -> bool:
     if not _rules.number(x):
         return False
     if not (x > 0.5):
@@ -5278,7 +5294,7 @@ def _n414(x: Any) -> bool:
     return True
 
 
-def _n416(x: Any) -> bool:
+def _n419(x: Any) -> bool:
     if not _rules.number(x):
         return False
     if not (x > 0):
@@ -5291,20 +5307,20 @@ def _n416(x: Any) -> bool:
 def _d_EarlyStop(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K118:
+    if not x.keys() <= _K119:
         return False
-    if "alpha" in x and not _n416(x["alpha"]):
+    if "alpha" in x and not _n419(x["alpha"]):
         return False
-    if "beta" in x and not _n416(x["beta"]):
+    if "beta" in x and not _n419(x["beta"]):
         return False
     if "enabled" in x and type(x["enabled"]) is not bool:
         return False
-    if "indifference" in x and not _n416(x["indifference"]):
+    if "indifference" in x and not _n419(x["indifference"]):
         return False
     return True
 
 
-def _n417(x: Any) -> bool:
+def _n420(x: Any) -> bool:
     if _d_EarlyStop(x):
         return True
     if x is None:
@@ -5312,7 +5328,7 @@ def _n417(x: Any) -> bool:
     return False
 
 
-def _n418(x: Any) -> bool:
+def _n421(x: Any) -> bool:
     if type(x) is not list:
         return False
     for v in x:
@@ -5321,10 +5337,10 @@ def _n418(x: Any) -> bool:
     return True
 
 
-def _n419(x: Any) -> bool:
+def _n422(x: Any) -> bool:
     if type(x) is not str:
         return False
-    if type(x) is not str or x not in _K119:
+    if type(x) is not str or x not in _K120:
         return False
     return True
 
@@ -5332,15 +5348,15 @@ def _n419(x: Any) -> bool:
 def _d_Statistics(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K117:
+    if not x.keys() <= _K118:
         return False
-    if "confidence" in x and not _n414(x["confidence"]):
+    if "confidence" in x and not _n417(x["confidence"]):
         return False
-    if "early_stop" in x and not _n417(x["early_stop"]):
+    if "early_stop" in x and not _n420(x["early_stop"]):
         return False
-    if "pass_k" in x and not _n418(x["pass_k"]):
+    if "pass_k" in x and not _n421(x["pass_k"]):
         return False
-    if "threshold_on" in x and not _n419(x["threshold_on"]):
+    if "threshold_on" in x and not _n422(x["threshold_on"]):
         return False
     return True
 
@@ -5348,7 +5364,7 @@ def _d_Statistics(x: Any) -> bool:
 def _d_Telemetry(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K120:
+    if not x.keys() <= _K121:
         return False
     if "otlp_endpoint" in x and not _n12(x["otlp_endpoint"]):
         return False
@@ -5357,10 +5373,10 @@ def _d_Telemetry(x: Any) -> bool:
     return True
 
 
-def _n396(x: Any) -> bool:
+def _n399(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not x.keys() <= _K109:
+    if not x.keys() <= _K110:
         return False
     if "budgets" in x and not _d_Budgets(x["budgets"]):
         return False
@@ -5370,23 +5386,23 @@ def _n396(x: Any) -> bool:
         return False
     if "history" in x and not _d_History(x["history"]):
         return False
-    if "hooks" in x and not _n399(x["hooks"]):
+    if "hooks" in x and not _n402(x["hooks"]):
         return False
-    if "limits" in x and not _n404(x["limits"]):
+    if "limits" in x and not _n407(x["limits"]):
         return False
-    if "livekit" in x and not _n406(x["livekit"]):
+    if "livekit" in x and not _n409(x["livekit"]):
         return False
-    if "load" in x and not _n408(x["load"]):
+    if "load" in x and not _n411(x["load"]):
         return False
     if "models" in x and not _d_Models(x["models"]):
         return False
     if "output" in x and type(x["output"]) is not str:
         return False
-    if "providers" in x and not _n409(x["providers"]):
+    if "providers" in x and not _n412(x["providers"]):
         return False
     if "secrets" in x and not _n46(x["secrets"]):
         return False
-    if "sip" in x and not _n412(x["sip"]):
+    if "sip" in x and not _n415(x["sip"]):
         return False
     if "statistics" in x and not _d_Statistics(x["statistics"]):
         return False
@@ -5406,4 +5422,4 @@ def valid_suite(data: Any) -> bool:
 
 def valid_project(data: Any) -> bool:
     """True when the tamesu.yaml model accepts ``data``."""
-    return _n396(data)
+    return _n399(data)

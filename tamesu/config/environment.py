@@ -24,6 +24,7 @@ from tamesu.templates import template_names
 __all__ = [
     "BUILTIN_ADAPTERS",
     "BUILTIN_EVALUATORS",
+    "TYPE_EXTRAS",
     "Reach",
     "audio_tests",
     "check_environment",
@@ -35,9 +36,11 @@ _SHARED = ("hooks", "defaults")
 """Parts of a suite (and of tamesu.yaml) that every test runs."""
 _AUDIO_ONLY = frozenset({"voice", "twilio", "sip"})
 _AUDIO_MODE = frozenset({"realtime", "pipecat", "livekit"})
-BUILTIN_ADAPTERS = frozenset({"rest", "model", "realtime", "pipecat", "voice", "twilio", "a2a"})
+BUILTIN_ADAPTERS = frozenset({"rest", "model", "realtime", "pipecat", "voice", "twilio", "a2a", "mcp", "grpc"})
 """Target types tamesu registers an adapter for, known without importing the registry (a test keeps
 it equal to the registry's built-ins); any other type is looked up in the registry."""
+TYPE_EXTRAS = {"mcp": "mcp", "grpc": "grpc"}
+"""Target types whose adapter needs an extra (``tamesu.extras``): validate warns when it is missing."""
 BUILTIN_EVALUATORS = frozenset({
     "contains", "not_contains", "regex", "not_regex", "tool_called", "tool_not_called", "tool_sequence",
     "json_path", "status", "turns", "captured", "handoff", "metric", "golden", "http", "command", "custom",
@@ -297,6 +300,15 @@ def _mapping(value: Any) -> dict[str, Any]:
 def _adapters(report: _Report, data: Mapping[str, Any]) -> None:
     for name, target in report.reach.targets.items():
         kind = _get(target, "type")
+        if kind in TYPE_EXTRAS:
+            from tamesu.extras import EXTRAS
+
+            extra = EXTRAS[TYPE_EXTRAS[kind]]
+            if missing := extra.missing():
+                report.add(
+                    f"a {kind} target needs the {extra.name} extra ({', '.join(missing)} not installed)",
+                    ("targets", name, "type"), kind="extra", hint=extra.install,
+                )  # fmt: skip
         if not isinstance(kind, str) or kind in BUILTIN_ADAPTERS:
             continue
         from tamesu.targets import targets

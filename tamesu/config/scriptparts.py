@@ -30,12 +30,12 @@ SCRIPT_PARTS: dict[str, dict[str, frozenset[str]]] = {
     "twilio": {"audio": _SPEECH},
     "voice": {"audio": _SPEECH},
     "rest": {"text": _TEXT},
-    "grpc": {"text": _TEXT},
-    "mcp": {"text": _TEXT},
+    "grpc": {"text": _TEXT_AND_DATA},
+    "mcp": {"text": _TEXT_AND_DATA},
 }
 """Target type -> mode -> the parts of a script step it sends. ``wait_for`` sends nothing and works
-everywhere. data goes as an a2a data part, or as its JSON text on a line after the words (model,
-and realtime and pipecat in text mode); files go as a2a file parts; dtmf as the protocol's keypad
+everywhere. data goes as an a2a data part, as a grpc UserTurn's data, or as its JSON text on a line
+after the words (model, mcp, and realtime and pipecat in text mode); files go as a2a file parts; dtmf as the protocol's keypad
 message or as in-band tones."""
 
 PART_WORDS = {"data": "structured data", "files": "files", "dtmf": "keypad digits (dtmf)", "say": "words"}

@@ -88,7 +88,7 @@ TARGET_KEY_TYPES: dict[str, str] = {
     "auth": "browser",
     "allowed_domains": "browser",
     "method": "rest",
-    "headers": "rest a2a realtime pipecat twilio voice grpc",
+    "headers": "rest a2a realtime pipecat twilio voice grpc mcp",
     "request": "rest",
     "response": "rest",
     "streaming": "rest",
@@ -111,10 +111,10 @@ TARGET_KEY_TYPES: dict[str, str] = {
     "ring_timeout": "sip",
     "max_call_duration": "sip",
     "trigger": "sip",
-    "model": "realtime model",
+    "model": "realtime model mcp",
     "session_update": "realtime",
     "protocol": "realtime rest",
-    "done_tool": "realtime model",
+    "done_tool": "realtime model mcp",
     "turn_timeout": "realtime grpc pipecat a2a voice",
     "tool_results": "realtime pipecat",
     "audio_format": "realtime",
@@ -133,13 +133,13 @@ TARGET_KEY_TYPES: dict[str, str] = {
     "metadata": "a2a",
     "transport": "a2a",
     "push": "a2a",
-    "system": "model",
-    "system_file": "model",
+    "system": "model mcp",
+    "system_file": "model mcp",
     "tools": "model",
-    "temperature": "model",
-    "max_tokens": "model",
-    "max_tool_rounds": "model",
-    "fallback": "model",
+    "temperature": "model mcp",
+    "max_tokens": "model mcp",
+    "max_tool_rounds": "model mcp",
+    "fallback": "model mcp",
 }
 """YAML key -> the target types it applies to (space separated). A new key or type is one edit here."""
 
@@ -447,8 +447,8 @@ class Target(ConfigModel):
     )
     method: HttpMethod = F("HTTP method of each turn's request.", "POST", default="POST")
     headers: StrMap | None = F(
-        "Request headers (rest, a2a), handshake headers (realtime, pipecat, twilio, voice) or call metadata "
-        "(grpc); write credentials as {{secrets.NAME}}.",
+        "Request headers (rest, a2a, mcp over HTTP), handshake headers (realtime, pipecat, twilio, voice) or "
+        "call metadata (grpc); write credentials as {{secrets.NAME}}.",
         {"Authorization": "Bearer {{secrets.AGENT_TOKEN}}"},
         default=None,
     )
@@ -537,8 +537,8 @@ class Target(ConfigModel):
         default=None,
     )
     model: str | None = F(
-        "realtime: sent as ?model= on the url; model: the Genkit model the prompt runs on (models.default "
-        "when unset).",
+        "realtime: sent as ?model= on the url; model and mcp: the Genkit model the prompt runs on "
+        "(models.default when unset).",
         "googleai/gemini-2.5-flash",
         default=None,
     )
@@ -700,6 +700,10 @@ def _check_alternatives(t: Target, keys: set[str]) -> None:
             fail("an mcp target takes exactly one of command, url")
         if keys & {"args", "env"} and "command" not in keys:
             fail("args and env apply to an mcp target with command")
+        if "headers" in keys and "url" not in keys:
+            fail("headers apply to an mcp target with url")
+        if {"system", "system_file"} <= keys:
+            fail("an mcp target takes at most one of system, system_file")
     if t.type == "sip":
         if t.direction == "outbound" and "to" not in keys:
             fail("an outbound sip target needs to (the agent's number)")
@@ -742,6 +746,8 @@ _TYPE_SCHEMA_RULES: dict[str, list[dict[str, Any]]] = {
     "mcp": [
         one_of_schema(("command", "url")),
         {"if": {"anyOf": [{"required": ["args"]}, {"required": ["env"]}]}, "then": {"required": ["command"]}},
+        {"if": {"required": ["headers"]}, "then": {"required": ["url"]}},
+        {"not": {"required": ["system", "system_file"]}},
     ],
     "sip": [
         {

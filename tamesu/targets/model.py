@@ -46,7 +46,8 @@ class ModelTarget(TargetAdapter):
         self.done_tool = config.done_tool or "end_session"
         self.max_rounds = config.max_tool_rounds or 5
         self.fuzzer = ToolFuzzer.for_context(ctx)
-        self._specs: list[ToolSpec] = []
+        self.specs: list[ToolSpec] = []
+        """The tools offered to the model."""
         self._calls = 0
         self._started = False
 
@@ -54,7 +55,7 @@ class ModelTarget(TargetAdapter):
     def router(self) -> ModelRouter:
         if self.ctx.models is None:
             raise TargetError(
-                "a model target needs a model router: set models.default in the suite or tamesu.yaml",
+                f"a {self.type_name} target needs a model router: set models.default in the suite or tamesu.yaml",
                 retryable=False,
                 kind="config",
             )
@@ -77,7 +78,7 @@ class ModelTarget(TargetAdapter):
         system = self._system_prompt()
         if system:
             self.history.append(ChatMessage("system", system))
-        self._specs = [
+        self.specs = [
             ToolSpec(
                 t.name,
                 t.description or "",
@@ -132,16 +133,14 @@ class ModelTarget(TargetAdapter):
                 yield ToolCall(name=name, args=call["args"], id=call["id"], at=clock.now())
                 if name == self.done_tool:
                     done = True
-                    result: Any = await self.fuzzer.answer(
-                        name, partial(self._configured, name, call["args"])
-                    )
+                    result: Any = await self.run_tool(name, call["args"])
                 elif over_limit:
                     result = {"error": f"not run: the turn used its {self.max_rounds} tool rounds"}
-                elif name not in self.tools:
+                elif not self.offers(name):
                     result = {"error": f"unknown tool {name}"}
                     yield RawResponse(body={"event": "unknown_tool", "name": name}, at=clock.now())
                 else:
-                    result = await self.fuzzer.answer(name, partial(self._configured, name, call["args"]))
+                    result = await self.run_tool(name, call["args"])
                     mode = self.fuzzer.mode(name)
                     if mode is not None:
                         yield RawResponse(body={"event": "fuzz", "tool": name, "mode": mode}, at=clock.now())
@@ -170,6 +169,14 @@ class ModelTarget(TargetAdapter):
             "args": args if isinstance(args, dict) else {},
         }
 
+    def offers(self, name: str) -> bool:
+        """Whether the model was offered the tool ``name`` (a call of any other is answered with an error)."""
+        return name in self.tools
+
+    async def run_tool(self, name: str, args: dict[str, Any]) -> Any:
+        """The answer to one call: the tool's configured result, or the test's fuzzed one."""
+        return await self.fuzzer.answer(name, partial(self._configured, name, args))
+
     def _configured(self, name: str, args: dict[str, Any]) -> Any:
         tool = self.tools.get(name)
         if tool is None or tool.result is None:
@@ -185,7 +192,7 @@ class ModelTarget(TargetAdapter):
             return await router.complete(
                 ROLE,
                 list(self.history),
-                tools=self._specs or None,
+                tools=self.specs or None,
                 model=self.config.model or None,
                 temperature=self.config.temperature,
                 max_tokens=self.config.max_tokens,
