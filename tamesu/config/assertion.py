@@ -296,7 +296,7 @@ class GroundedContext(ConfigModel):
     )
 
     tool: str | None = F(
-        "A tool whose results are the context (model, realtime, pipecat targets).",
+        "A tool whose results are the context (model, mcp, grpc, realtime, pipecat targets).",
         "search_docs",
         default=None,
     )

@@ -438,7 +438,7 @@ class Test(ConfigModel):
         default=None,
     )
     fuzz_tools: dict[str, Fuzz] | None = F(
-        "Per tool name, a faulty answer the agent gets instead of the configured one (realtime, pipecat, model targets).",
+        "Per tool name, a faulty answer the agent gets instead of the configured one (realtime, pipecat, model, mcp targets).",
         {"lookup_order": "error", "get_balance": {"mode": "delay", "delay": "8s"}},
         default=None,
     )

@@ -193,3 +193,21 @@ def test_the_built_in_names_validate_knows_are_the_registries_own() -> None:
 
     assert BUILTIN_EVALUATORS == set(BUILTIN)
     assert isinstance(targets, Registry) and BUILTIN_ADAPTERS <= set(targets.names())
+
+
+def test_an_mcp_or_grpc_target_without_its_extra_is_a_warning_for_the_tests_that_use_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from tamesu import extras
+
+    for name in ("mcp", "grpc"):
+        monkeypatch.setitem(extras.EXTRAS, name, replace(extras.EXTRAS[name], modules=("tamesu_t_absent",)))
+    targets = '  tools: { type: mcp, command: ./srv }\n  rpc: { type: grpc, url: "grpc://127.0.0.1:9" }'
+    tests = "  - { name: rpc, target: rpc, scenario: { script: [ { say: hi } ] } }"
+    found = by_path(warnings(write(tmp_path, targets=targets, tests=tests)))
+    rpc = found["targets.rpc.type"]
+    assert rpc.message == "a grpc target needs the grpc extra (tamesu_t_absent not installed)"
+    assert rpc.tests == (3,) and rpc.kind == "extra" and rpc.hint == "pip install 'tamesu[grpc]'"
+    assert "targets.tools.type" not in found, "no test uses the mcp target"

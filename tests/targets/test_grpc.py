@@ -310,23 +310,11 @@ def test_the_checked_in_stubs_are_what_the_proto_compiles_to() -> None:
         )
 
 
-SUITE = """
-suite: grpc
-targets:
-  agent: {{ type: grpc, url: "{url}", headers: {{ authorization: "Bearer tok" }} }}
-tests:
-  - name: order then person
-    target: agent
-    scenario: {{ script: [ {{ say: "Where is ORD-7?" }}, {{ say: "I need a person" }} ] }}
-    assert:
-      - tool_called: {{ name: lookup_order, args: {{ order_id: ORD-7 }} }}
-      - handoff: {{ to: support }}
-      - contains: "ORD-7 is"
-"""
-
-
-async def test_a_suite_runs_against_the_reference_agent(reference: Any, tmp_path: Path) -> None:
-    suite = tmp_path / "grpc.yaml"
-    suite.write_text(SUITE.format(url=await reference("--token", "tok")))
-    result = await run_async([suite], output=tmp_path / "runs")
-    assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results]
+async def test_the_example_suite_passes_against_the_reference_agent(
+    reference: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRPC_AGENT_URL", await reference("--token", "demo-token"))
+    monkeypatch.setenv("AGENT_TOKEN", "demo-token")
+    result = await run_async([ROOT / "examples" / "grpc_agent" / "suite.yaml"], output=tmp_path / "runs")
+    assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results if r.outcome != "passed"]
+    assert len(result.results) == 4
