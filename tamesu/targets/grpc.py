@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
 
-__all__ = ["RETRYABLE", "SERVICE", "GrpcTarget", "parse_grpc_url"]
+__all__ = ["CHANNELS", "RETRYABLE", "SERVICE", "Channels", "GrpcTarget", "list_services", "parse_grpc_url"]
 
 SERVICE = "tamesu.agent.v1.Agent"
 RETRYABLE = frozenset(
@@ -49,6 +50,8 @@ RETRYABLE = frozenset(
 """Status codes a retry may cure (HTTP 5xx, 429, 409, 504); the others (INVALID_ARGUMENT,
 UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNIMPLEMENTED, ...) are the agent's final word."""
 _EOF = object()
+_timeout_at = getattr(asyncio, "timeout_at", None)
+"""A timer without a task of its own (Python 3.11+); each read of a turn waits under one."""
 
 
 def _grpc() -> Any:
@@ -83,7 +86,6 @@ class GrpcTarget(TargetAdapter):
         self.url = ""
         self.channel: Any = None
         self.call: Any = None
-        self._reading: asyncio.Task[Any] | None = None
 
     async def start(self) -> None:
         from tamesu.templates import render_text
@@ -112,23 +114,21 @@ class GrpcTarget(TargetAdapter):
         await self._write(agent_pb2.ClientEvent(start=agent_pb2.Start(session_id=ctx.session)))
 
     async def _connect(self, grpc: Any, address: str, tls: bool) -> Any:
-        """A channel in state READY, or ``Retry`` when the agent cannot be reached (yet)."""
-        options = [
-            ("grpc.max_receive_message_length", self.ctx.limits.answer_size),
-            ("grpc.enable_retries", 0),
-        ]
-        if tls:
-            channel = grpc.aio.secure_channel(
-                address, grpc.ssl_channel_credentials(_root_certificates()), options
-            )
-        else:
-            channel = grpc.aio.insecure_channel(address, options)
+        """The shared channel to the agent once it is READY, or ``Retry`` when the agent cannot be
+        reached (yet); a channel that failed is let go, so the next attempt dials afresh."""
+        roots = _root_certificates() if tls else None
+        key = (address, tls, roots, self.ctx.limits.answer_size)
+        channel = CHANNELS.get(
+            key, lambda: _open_channel(grpc, address, tls, roots, self.ctx.limits.answer_size)
+        )
         ready = grpc.ChannelConnectivity.READY
+        state = channel.get_state(try_to_connect=True)
+        if state == ready:
+            return channel
         failed = grpc.ChannelConnectivity.TRANSIENT_FAILURE
         clock, timeout = self.ctx.clock, self.ctx.turn_timeout
         deadline = clock.now() + timeout
         try:
-            state = channel.get_state(try_to_connect=True)
             while state != ready:
                 if state == failed:
                     raise Retry(f"cannot reach the gRPC agent at {self.url}")
@@ -141,7 +141,7 @@ class GrpcTarget(TargetAdapter):
                     continue
                 state = channel.get_state(try_to_connect=True)
         except BaseException:
-            await channel.close()
+            CHANNELS.drop(key, channel)
             raise
         return channel
 
@@ -158,7 +158,8 @@ class GrpcTarget(TargetAdapter):
             raise TargetError("the grpc target is not connected", retryable=False, kind="adapter")
         clock, timeout, limit = self.ctx.clock, self.ctx.turn_timeout, self.ctx.limits.turn_text
         if user is not None:
-            turn_text(user, "grpc")  # refuses the parts a grpc turn cannot carry
+            if user.data is not None or user.files:
+                turn_text(user, "grpc")  # refuses the parts a grpc turn cannot carry
             sent = agent_pb2.UserTurn(text=user.text)
             if user.data is not None:
                 sent.data.update(user.data)
@@ -216,19 +217,20 @@ class GrpcTarget(TargetAdapter):
         """The agent's next event (``_EOF`` when it returned), within the turn's deadline."""
         grpc = _grpc()
         left = deadline - self.ctx.clock.now()
-        if self._reading is None:
-            self._reading = asyncio.ensure_future(self.call.read())
         try:
-            event = await asyncio.wait_for(asyncio.shield(self._reading), max(left, 0))
+            # a read cut short by the deadline ends the call: the run fails with this turn
+            if _timeout_at is None:
+                event = await asyncio.wait_for(self.call.read(), max(left, 0.001))
+            else:
+                async with _timeout_at(asyncio.get_running_loop().time() + left):
+                    event = await self.call.read()
         except asyncio.TimeoutError:
             raise TargetError(
                 f"no end of the agent's turn within {fmt_seconds(self.ctx.turn_timeout)} on {self.url}",
                 retryable=True,
             ) from None
         except Exception as exc:
-            self._reading = None
             raise await self._failure(exc) from None
-        self._reading = None
         if event is grpc.aio.EOF:
             code = await self.call.code()
             if code != grpc.StatusCode.OK:
@@ -267,9 +269,6 @@ class GrpcTarget(TargetAdapter):
         return f" (it does not serve {SERVICE}; by reflection it serves: {', '.join(services) or 'nothing'})"
 
     async def stop(self) -> None:
-        reading, self._reading = self._reading, None
-        if reading is not None:
-            reading.cancel()
         call, self.call = self.call, None
         if call is not None:
             try:
@@ -277,9 +276,44 @@ class GrpcTarget(TargetAdapter):
             except BaseException:
                 pass
             call.cancel()
-        channel, self.channel = self.channel, None
-        if channel is not None:
-            await channel.close(grace=None)
+        self.channel = None  # shared with the other runs (CHANNELS)
+
+
+class Channels:
+    """The gRPC channels of this process, one per event loop, address, TLS roots and size limit.
+
+    Runs to one agent share a channel (one HTTP/2 connection, a stream per conversation), as REST
+    runs share the HTTP client's connections, instead of dialling and handshaking per conversation.
+    A channel goes when its event loop does (grpc closes a channel nothing refers to).
+    """
+
+    def __init__(self) -> None:
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        pool = self._by_loop.setdefault(asyncio.get_running_loop(), {})
+        channel = pool.get(key)
+        if channel is None:
+            channel = pool[key] = make()
+        return channel
+
+    def drop(self, key: Any, channel: Any) -> None:
+        """Forget a channel that failed (runs still using it keep it until they end)."""
+        pool = self._by_loop.get(asyncio.get_running_loop(), {})
+        if pool.get(key) is channel:
+            del pool[key]
+
+
+CHANNELS = Channels()
+
+
+def _open_channel(grpc: Any, address: str, tls: bool, roots: bytes | None, answer_size: int) -> Any:
+    options = [("grpc.max_receive_message_length", answer_size), ("grpc.enable_retries", 0)]
+    if tls:
+        return grpc.aio.secure_channel(address, grpc.ssl_channel_credentials(roots), options)
+    return grpc.aio.insecure_channel(address, options)
 
 
 async def list_services(channel: Any, timeout: float = 5.0) -> list[str] | None:

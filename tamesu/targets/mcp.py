@@ -232,6 +232,7 @@ class McpTarget(ModelTarget):
     async def start(self) -> None:
         from tamesu.models.router import ToolSpec
 
+        _sdk()  # the missing extra is named before anything else is tried
         await super().start()
         try:
             session = self.config.session

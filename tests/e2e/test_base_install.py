@@ -25,7 +25,7 @@ import sys
 OPTIONAL = {
     "numpy", "soxr", "av", "webrtcvad", "faster_whisper", "piper", "ray", "pydantic_ai", "openai",
     "anthropic", "genai_prices", "livekit", "pipecat", "tokenizers", "safetensors", "llama_cpp",
-    "threadpoolctl",
+    "threadpoolctl", "mcp", "grpc", "grpc_reflection",
 }
 
 
@@ -53,6 +53,8 @@ targets:
     response: {{ text: $.reply }}
   phone: {{ type: sip, direction: outbound, to: "+15550001" }}
   call: {{ type: voice, url: "ws://127.0.0.1:9/voice" }}
+  tools: {{ type: mcp, command: ./orders-mcp, system: "You help." }}
+  rpc: {{ type: grpc, url: "grpc://127.0.0.1:9" }}
 tests:
   - name: plain
     target: api
@@ -74,6 +76,12 @@ tests:
     target: api
     scenario: {{ script: [ {{ say: hello }} ] }}
     assert: [ {{ similar_to: "hello" }} ]
+  - name: mcp tools
+    target: tools
+    scenario: {{ script: [ {{ say: hello }} ] }}
+  - name: grpc agent
+    target: rpc
+    scenario: {{ script: [ {{ say: hello }} ] }}
 """
 
 
@@ -103,14 +111,15 @@ async def test_a_base_install_validates_warns_and_runs_what_it_can(agent: str, t
     assert "the call_ended_by assertion has no evaluator" in out
     assert "needs the voice extra" in out and "pip install 'tamesu[voice]'" in out
     assert "pip install 'tamesu[models]'" in out and "pip install 'tamesu[embed]'" in out
-    assert out.splitlines()[-1].startswith("ok: 1 suite, 5 tests; 5 warnings")
+    assert "a grpc target needs the grpc extra" in out and "pip install 'tamesu[mcp]'" in out
+    assert out.splitlines()[-1].startswith("ok: 1 suite, 7 tests; 7 warnings")
 
     code, out = await base_tamesu(tmp_path, "validate", "--strict", "suite.yaml")
     assert code == 2, out
 
     code, out = await base_tamesu(tmp_path, "run", "suite.yaml")
     assert code == 3, out
-    assert "1 passed, 0 failed, 4 errors" in out
+    assert "1 passed, 0 failed, 6 errors" in out
     results = [
         json.loads(line) for line in (tmp_path / "tamesu-runs/latest/results.jsonl").read_text().splitlines()
     ]
@@ -121,12 +130,15 @@ async def test_a_base_install_validates_warns_and_runs_what_it_can(agent: str, t
     assert "pip install 'tamesu[models]'" in by_test["judged"]["error"]
     assert by_test["judged"]["error_kind"] == "model" and by_test["judged"]["turns"] == 0
     assert "pip install 'tamesu[embed]'" in by_test["similar"]["error"]
+    assert "pip install 'tamesu[mcp]'" in by_test["mcp tools"]["error"]
+    assert "pip install 'tamesu[grpc]'" in by_test["grpc agent"]["error"]
 
 
 async def test_doctor_lists_the_extras_a_base_install_lacks(tmp_path: Path) -> None:
     code, out = await base_tamesu(tmp_path, "doctor", "--json")
     assert code == 0, out
     extras = {row["name"]: row for row in json.loads(out) if row["part"] == "extra"}
-    assert {"models", "voice", "ray", "embed", "pipecat", "livekit", "local"} <= set(extras)
+    assert {"models", "voice", "ray", "embed", "pipecat", "livekit", "local", "mcp", "grpc"} <= set(extras)
+    assert not extras["mcp"]["ok"] and not extras["grpc"]["ok"]
     assert not extras["voice"]["ok"] and extras["voice"]["hint"].startswith("pip install 'tamesu[voice]'")
     assert "voice" in extras["voice"]["enables"] and not extras["ray"]["ok"]

@@ -318,3 +318,17 @@ async def test_the_example_suite_passes_against_the_reference_agent(
     result = await run_async([ROOT / "examples" / "grpc_agent" / "suite.yaml"], output=tmp_path / "runs")
     assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results if r.outcome != "passed"]
     assert len(result.results) == 4
+
+
+async def test_conversations_with_one_agent_share_a_channel(harness: Any, servicer: Any) -> None:
+    async def behaviour(requests: Any, context: Any) -> AsyncIterator[pb.AgentEvent]:
+        async for event in requests:
+            if event.HasField("user_turn"):
+                yield text(f"you said {event.user_turn.text}")
+                yield END
+
+    url = await servicer(behaviour)
+    first, second = await grpc_target(harness, url), await grpc_target(harness, url)
+    assert first.channel is second.channel
+    said = [(await harness.say(t, word))[-1].text for t, word in ((first, "one"), (second, "two"))]
+    assert said == ["you said one", "you said two"]
