@@ -10,7 +10,8 @@ Time: each turn must end within ``turn_timeout``; the call carries the test's ``
 gRPC deadline, so the agent can see how long it has. Size: a message over ``limits.answer_size``
 is refused by grpc itself (its max receive message length). A status the agent ends the call
 with is an infrastructure error, retryable like the HTTP statuses it stands for (``RETRYABLE``).
-The stubs are generated and checked in (``tamesu.targets.grpc_stubs``).
+Runs to one agent share a channel (``CHANNELS``). The stubs are generated and checked in
+(``tamesu.targets.grpc_stubs``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
     python -m tamesu.targets.grpc_stubs.generate
 
 protoc writes ``import agent_pb2`` in the service module; it becomes a relative import so the
-stubs work from inside the package.
+stubs work from inside the package. The checked-in stubs come from grpcio-tools 1.78 (protobuf
+gencode 6.31.1): they need grpcio >= 1.78 and protobuf >= 6.31.1, as the grpc extra says.
 """
 
 from __future__ import annotations
