@@ -36,7 +36,9 @@ _SHARED = ("hooks", "defaults")
 """Parts of a suite (and of tamesu.yaml) that every test runs."""
 _AUDIO_ONLY = frozenset({"voice", "twilio", "sip"})
 _AUDIO_MODE = frozenset({"realtime", "pipecat", "livekit"})
-BUILTIN_ADAPTERS = frozenset({"rest", "model", "realtime", "pipecat", "voice", "twilio", "a2a", "mcp", "grpc"})
+BUILTIN_ADAPTERS = frozenset(
+    {"rest", "model", "realtime", "pipecat", "voice", "twilio", "a2a", "mcp", "grpc"}
+)
 """Target types tamesu registers an adapter for, known without importing the registry (a test keeps
 it equal to the registry's built-ins); any other type is looked up in the registry."""
 TYPE_EXTRAS = {"mcp": "mcp", "grpc": "grpc"}
