@@ -22,6 +22,7 @@ import numpy as np
 from tamesu.errors import MissingExtraError
 
 from .caller import FRAME_S, CallAudio, Spoken
+from .collector import collector
 from .playout import Playout
 
 __all__ = ["FRAME_S", "CallAudio", "FramePump", "Spoken"]
@@ -32,6 +33,8 @@ _NO_IDLE = 1e9
 _RESYNC_S = 1.0
 """A pump this far behind (a stalled process) starts afresh instead of bursting the backlog out."""
 _LATE_RING = 1 << 16
+_SLACK_S = 0.005
+"""Time left before the next tick for the collector's paced step to run now."""
 
 
 class _PlayedVad:
@@ -289,16 +292,21 @@ class FramePump:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         due = loop.time()
-        while self.calls > 0:
-            now = loop.time()
-            if now - due > _RESYNC_S:
-                self.resyncs += 1
-                due = now
-            self._late[self.ticks % _LATE_RING] = max(0.0, now - due)
-            self.ticks += 1
-            self.tick()
-            due += FRAME_S
-            await asyncio.sleep(max(0.0, due - loop.time()))
+        collector.hold()
+        try:
+            while self.calls > 0:
+                now = loop.time()
+                if now - due > _RESYNC_S:
+                    self.resyncs += 1
+                    due = now
+                self._late[self.ticks % _LATE_RING] = max(0.0, now - due)
+                self.ticks += 1
+                self.tick()
+                due += FRAME_S
+                collector.step(slack=due - loop.time() > _SLACK_S)
+                await asyncio.sleep(max(0.0, due - loop.time()))
+        finally:
+            collector.release()
 
 
 _PUMPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FramePump] = weakref.WeakKeyDictionary()
