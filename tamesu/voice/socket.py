@@ -138,9 +138,10 @@ class AudioSocket:
                 await asyncio.wait_for(self.conn.send(item), 1.0)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.conn.close(), 2.0)
-        for task in self._tasks:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks = []
+        if tasks:
+            # waited for, not awaited: a cancelled task's error would hold this frame (and the
+            # socket, and the target through its callbacks) in a reference cycle
+            await asyncio.wait(tasks)
