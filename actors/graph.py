@@ -220,6 +220,7 @@ class RunGraph:
             limits=spec.limits,
             extra={"spec": spec, "output_dir": self.services.output_dir},
             faults=self.faults,
+            speech=self.services.speech,
         )
         self.adapter = _adapter(target, ctx)
         counterpart = self._counterpart(ctx)

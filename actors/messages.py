@@ -1,8 +1,11 @@
 """Every message that travels between the actors of a run, as one tagged msgspec union.
 
 Control messages (session start/end, interrupt, error) jump the queue; data messages keep order.
-Audio travels as PCM16 frames with a sequence number and a timestamp, and crosses a process
-boundary only in batches (``AudioBatch``), never one frame per call.
+Audio travels as PCM16 frames with a sequence number and a timestamp; between the stages of a
+voice call (caller, line, transport, listener, recorder) it travels as one ``AudioBatch`` per
+20 ms tick holding the frames of all the calls of a lane, never one message per frame per call,
+and what a stage learns about one call (an utterance sent, the agent's speech, a mark played)
+is a small message naming the call's slot.
 """
 
 from __future__ import annotations
@@ -12,21 +15,28 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 __all__ = [
+    "AgentClear",
+    "AgentMark",
     "AgentPartial",
+    "AgentSpeech",
+    "AgentTones",
     "AgentTurn",
     "AudioBatch",
     "AudioFrame",
     "AudioSpan",
+    "CallerSpoke",
     "Dtmf",
     "ErrorMsg",
     "Event",
     "Handoff",
     "Interrupt",
+    "MarksPlayed",
     "Message",
     "MetricMsg",
     "RawResponse",
     "SessionEnd",
     "SessionStart",
+    "Tick",
     "ToolCall",
     "ToolResult",
     "UserTurn",
@@ -151,14 +161,88 @@ class MetricMsg(_Msg, tag="metric", frozen=True):
 
 
 class AudioFrame(_Msg, tag="audio_frame", frozen=True):
+    """One call's audio: the agent's, as its transport received it (any length), or one frame."""
+
     seq: int
     pcm: bytes
+    """PCM16, little-endian."""
     sample_rate: int = 16000
     channel: Literal["caller", "agent"] = "caller"
+    call: int = 0
+    """The call's slot in its lane (see ``AudioBatch``)."""
 
 
 class AudioBatch(_Msg, tag="audio_batch", frozen=True):
-    frames: list[AudioFrame]
+    """One 20 ms tick of every call of a lane (the calls that share a wire format and a line model):
+    row ``i`` of ``pcm`` is the frame of the call in slot ``i``. One message per tick per lane,
+    never one per call, so the signal work stays batched and a stage can sit in another process."""
+
+    seq: int
+    """The lane's tick."""
+    pcm: bytes
+    """``rows`` frames of ``encoding`` at ``sample_rate``, one after another."""
+    rows: int
+    calls: tuple[int, ...] = ()
+    """The slots that hold a call (the other rows are silence)."""
+    sample_rate: int = 16000
+    encoding: str = "pcm16"
+    channel: Literal["caller", "agent"] = "caller"
+
+
+class Tick(_Msg, tag="tick", frozen=True):
+    """The lane's clock: time for the next frame of every call (``at`` on the pump's clock)."""
+
+    seq: int
+
+
+class CallerSpoke(_Msg, tag="caller_spoke", frozen=True):
+    """The caller stage sent (or stopped) an utterance of the call in slot ``call``: when its first
+    sample went out and its speech spans, in seconds on the run's clock."""
+
+    call: int
+    start: float
+    end: float
+    spans: list[tuple[float, float]] = msgspec.field(default_factory=list)
+    stopped: bool = False
+
+    @property
+    def speech_end(self) -> float:
+        return self.spans[-1][1] if self.spans else self.start
+
+
+class AgentSpeech(_Msg, tag="agent_speech", frozen=True):
+    """The listener's VAD heard the agent of slot ``call`` start or stop speaking (``at``: when)."""
+
+    call: int
+    kind: Literal["speech_start", "speech_end"]
+
+
+class AgentTones(_Msg, tag="agent_tones", frozen=True):
+    """The listener heard keypad tones in the agent's audio of slot ``call``."""
+
+    call: int
+    digits: str
+
+
+class AgentMark(_Msg, tag="agent_mark", frozen=True):
+    """The agent marked its audio (Twilio ``mark``): due once the audio sent before it has played."""
+
+    call: int
+    name: str
+
+
+class AgentClear(_Msg, tag="agent_clear", frozen=True):
+    """The agent dropped the audio it had queued (Twilio ``clear``, an interruption)."""
+
+    control: ClassVar[bool] = True
+    call: int
+
+
+class MarksPlayed(_Msg, tag="marks_played", frozen=True):
+    """The audio before these marks of slot ``call`` has been played (or dropped by a clear)."""
+
+    call: int
+    names: list[str]
 
 
 Message = (
@@ -178,6 +262,13 @@ Message = (
     | MetricMsg
     | AudioFrame
     | AudioBatch
+    | Tick
+    | CallerSpoke
+    | AgentSpeech
+    | AgentTones
+    | AgentMark
+    | AgentClear
+    | MarksPlayed
 )
 
 _encoder = msgspec.msgpack.Encoder()

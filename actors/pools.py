@@ -1,10 +1,11 @@
 """Shared engine pools: the heavy speech engines (TTS, STT) every call of a process or cluster uses.
 
-A voice call asks ``speech_pool()`` to synthesise the caller's words and transcribe the agent's.
-In one process that is ``LocalSpeechPool``: the process's own engines (``tamesu.audio.engines``).
-On Ray the placement installs a pool of engine actors instead (``use_speech_pool``), shared by all
-calls of the cluster, with ``num_gpus`` for STT where the cluster has GPUs and a replica count that
-follows the load. Calls never know which one they got: both have the same three methods.
+A voice call asks the speech pool of its run's services (``RunServices.speech``) to synthesise
+the caller's words and transcribe the agent's. In one process that is ``LocalSpeechPool``: the
+process's own engines (``tamesu.audio.engines``). On Ray each worker's services hold a client of
+a pool of engine actors instead (``RaySpeechClient``), shared by all calls of the cluster, with
+``num_gpus`` for STT where the cluster has GPUs and a replica count that follows the load. Calls
+never know which one they got: both have the same three methods.
 
 What crosses a process is batched: a ``Batcher`` gathers the requests of many calls for a few
 milliseconds and sends them as one actor call (an utterance is one request, already a batch of
@@ -38,9 +39,8 @@ __all__ = [
     "TranscriptionReply",
     "TranscriptionRequest",
     "audio_of",
-    "speech_pool",
+    "local_speech_pool",
     "transcription_of",
-    "use_speech_pool",
 ]
 
 Req = TypeVar("Req")
@@ -91,21 +91,15 @@ class LocalSpeechPool:
         return {"pool": "local", "engines": engine_stats()}
 
 
-_current: SpeechPool | None = None
+_local: LocalSpeechPool | None = None
 
 
-def speech_pool() -> SpeechPool:
-    """The pool this process's calls use: the one installed by the placement, else the local engines."""
-    global _current
-    if _current is None:
-        _current = LocalSpeechPool()
-    return _current
-
-
-def use_speech_pool(pool: SpeechPool | None) -> None:
-    """Install ``pool`` for every call of this process (None goes back to the local engines)."""
-    global _current
-    _current = pool
+def local_speech_pool() -> LocalSpeechPool:
+    """The process's own engines as a pool: what a call uses when its run's services name none."""
+    global _local
+    if _local is None:
+        _local = LocalSpeechPool()
+    return _local
 
 
 class SynthesisRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,4 +1,5 @@
-"""What every run in one process shares: the HTTP client, the redactor, secret values, the clock.
+"""What every run in one process shares: the HTTP client, the redactor, secret values, the clock,
+the speech pool.
 
 One ``RunServices`` lives in the process that runs graphs (the CLI's process for the local
 placement, each Ray worker for the Ray placement); nothing in it is sent between processes.
@@ -14,11 +15,15 @@ from typing import TYPE_CHECKING, Any
 from tamesu.clock import MonotonicClock
 from tamesu.secrets import Redactor
 
+from .pools import local_speech_pool
+
 if TYPE_CHECKING:
     import httpx
 
     from tamesu.clock import Clock
     from tamesu.models.router import ModelRouter
+
+    from .pools import SpeechPool
 
 __all__ = ["RunServices", "make_http_client"]
 
@@ -56,6 +61,9 @@ class RunServices:
     router_factory: Callable[[Any], ModelRouter | None] | None = None
     """Makes the router for a ``models:`` configuration (credentials, providers, cache); see
     ``tamesu.models.setup.RouterFactory``."""
+    speech: SpeechPool = field(default_factory=local_speech_pool)
+    """The speech engines (TTS, STT) the voice calls use: this process's own, or a client of a
+    pool of engine actors on other Ray nodes (``tamesu.actors.placement.ray.RaySpeechClient``)."""
     _routers: dict[str, Any] = field(default_factory=dict, repr=False)
     _by_identity: dict[int, tuple[Any, ModelRouter | None]] = field(default_factory=dict, repr=False)
     """The router of each ``models`` object seen lately: the runs of a plan share one object, so
@@ -102,6 +110,7 @@ class RunServices:
         http_timeout: float | None = None,
         models: ModelRouter | None = None,
         router_factory: Callable[[Any], ModelRouter | None] | None = None,
+        speech: SpeechPool | None = None,
     ) -> RunServices:
         return cls(
             http=make_http_client(timeout=http_timeout),
@@ -112,6 +121,7 @@ class RunServices:
             output_dir=Path(output_dir) if output_dir is not None else None,
             models=models,
             router_factory=router_factory,
+            speech=speech or local_speech_pool(),
         )
 
     async def aclose(self) -> None:

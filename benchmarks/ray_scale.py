@@ -2,7 +2,7 @@
 
 1. ``transport``: the cost of moving 20 ms PCM16 frames (16 kHz, 640 bytes) from one process to
    another. The first rows are each way Ray offers: a plain actor call per frame, plain actor
-   calls carrying batches of 50 frames (msgspec ``AudioBatch``), the same pipelined (8 in flight),
+   calls carrying batches of 50 frames (a list of msgspec ``AudioFrame``), the same pipelined (8 in flight),
    a streaming generator yielding batches, and a compiled graph (``experimental_compile``). Then
    audio as tamesu moves it: utterance clips of 1-3 s, 32 to a trip, as the speech pool's
    ``Batcher`` sends them (a request each, each one PCM buffer; and the 32 packed into one
@@ -52,7 +52,7 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tamesu.actors.messages import AudioBatch, AudioFrame  # noqa: E402
+from tamesu.actors.messages import AudioFrame  # noqa: E402
 from tamesu.actors.pools import TranscriptionRequest  # noqa: E402
 
 FRAME = b"\x01\x02" * 320
@@ -144,7 +144,7 @@ class FrameSink:
         return time.process_time()
 
     def take(self, data: bytes) -> tuple[int, float]:
-        return len(msgspec.msgpack.decode(data, type=AudioBatch).frames), time.process_time()
+        return len(msgspec.msgpack.decode(data, type=list[AudioFrame])), time.process_time()
 
     def take_block(self, data: bytes) -> tuple[int, float]:
         return len(_views(msgspec.msgpack.decode(data, type=TICK))), time.process_time()
@@ -170,8 +170,8 @@ def _frames(size: int) -> list[AudioFrame]:
 
 
 def _batch(size: int) -> bytes:
-    """``size`` frames as a struct each (what ``AudioBatch`` encodes to)."""
-    return msgspec.msgpack.encode(AudioBatch(frames=_frames(size)))
+    """``size`` frames as a struct each."""
+    return msgspec.msgpack.encode(_frames(size))
 
 
 def _tick(size: int) -> bytes:
@@ -220,7 +220,7 @@ def _stream(ray: Any, sink: Any, trips: int, size: int, block: bool) -> dict[str
         if block:
             got += len(_views(msgspec.msgpack.decode(data, type=TICK)))
         else:
-            got += len(msgspec.msgpack.decode(data, type=AudioBatch).frames)
+            got += len(msgspec.msgpack.decode(data, type=list[AudioFrame]))
     wall, receiver = time.perf_counter() - t0, time.process_time() - c0
     producer = ray.get(sink.cpu.remote()) - r0
     return _measured(got, wall, producer, receiver, trips)

@@ -1,6 +1,7 @@
 """How many simulated phone calls this machine carries in real time, in one process.
 
-Each call is a full ``VoiceSession``: the caller speaks its turns (TTS audio, through the ``pstn``
+Each call is a full ``VoiceSession`` on the call's stages (caller, line, transport, listener,
+recorder; one ``AudioBatch`` per lane per tick): the caller speaks its turns (TTS audio, through the ``pstn``
 line model, encoded to 8 kHz mu-law and handed to the wire every 20 ms), an in-process agent
 answers each turn ``--delay`` seconds after the caller's last loud frame by sending its whole reply
 at once (as Twilio agents do), and the reply is played back at real time through the VAD that
@@ -43,7 +44,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tamesu.actors.messages import AgentTurn, UserTurn  # noqa: E402
-from tamesu.actors.pools import LocalSpeechPool, use_speech_pool  # noqa: E402
+from tamesu.actors.pools import LocalSpeechPool, SpeechPool  # noqa: E402
 from tamesu.audio.codec import ulaw_decode, ulaw_encode  # noqa: E402
 from tamesu.clock import MonotonicClock  # noqa: E402
 from tamesu.secrets import Redactor  # noqa: E402
@@ -113,7 +114,7 @@ class LoopbackAgent:
         return False
 
 
-def _context(i: int) -> TargetContext:
+def _context(i: int, speech: SpeechPool | None) -> TargetContext:
     return TargetContext(
         name="phone",
         run_id=f"bench-{i}",
@@ -123,10 +124,18 @@ def _context(i: int) -> TargetContext:
         http=None,  # type: ignore[arg-type]
         redactor=Redactor(),
         turn_timeout=60.0,
+        speech=speech,
     )
 
 
-async def _call(i: int, mode: str, reply: bytes, args: argparse.Namespace, out: dict[str, Any]) -> None:
+async def _call(
+    i: int,
+    mode: str,
+    reply: bytes,
+    args: argparse.Namespace,
+    out: dict[str, Any],
+    speech: SpeechPool | None = None,
+) -> None:
     settings = VoiceSettings(
         encoding="mulaw",
         rate=8000,
@@ -138,7 +147,7 @@ async def _call(i: int, mode: str, reply: bytes, args: argparse.Namespace, out: 
         tts_engine=args.tts,
     )
     agent = LoopbackAgent(reply, args.delay)
-    session = VoiceSession(settings, _context(i), agent)
+    session = VoiceSession(settings, _context(i, speech), agent)
     agent.session = session
     await session.start()
     try:
@@ -171,11 +180,11 @@ async def run_load(n: int, mode: str, args: argparse.Namespace) -> dict[str, Any
     if mode == "passthrough":
         for line in CALLER_LINES:
             await render_speech(line, 8000, engine=args.tts)
+    pool: Any = None
     if mode == "speech":
         pool = (
             EngineProcess(args.stt_threads) if args.engines == "process" else ThreadEngines(args.stt_threads)
         )
-        use_speech_pool(pool)
         await pool.warm()
     gc.collect()
     baseline = _rss_mb()
@@ -191,7 +200,7 @@ async def run_load(n: int, mode: str, args: argparse.Namespace) -> dict[str, Any
     wall0, cpu0 = time.monotonic(), time.process_time()
     tasks = []
     for i in range(n):
-        tasks.append(asyncio.create_task(_call(i, mode, reply, args, out)))
+        tasks.append(asyncio.create_task(_call(i, mode, reply, args, out, pool)))
         await asyncio.sleep(args.ramp / n)
     await asyncio.sleep(1.0)
     if args.gc_freeze:
@@ -215,7 +224,6 @@ async def run_load(n: int, mode: str, args: argparse.Namespace) -> dict[str, Any
         closing = getattr(pool, "close", None)
         if closing is not None:
             closing()
-        use_speech_pool(None)
     errors = out["errors"]
     lat = [x for x in out["latency_error_ms"] if x is not None]
     p99 = float(np.percentile(late, 99)) if ticks else float("nan")

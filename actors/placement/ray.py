@@ -13,7 +13,7 @@ each run. A worker that dies takes its runs with it: they come back as error out
 The speech engines are not per worker: ``RaySpeechPool`` runs them as two groups of replica
 actors (TTS on CPUs, STT with ``num_gpus`` where the cluster has GPUs), sized by the
 ``Autoscaler`` from the requests in flight, and every worker's calls reach them through a
-``RaySpeechClient`` installed as the worker's ``speech_pool()``; requests from many calls travel
+``RaySpeechClient``, the speech pool of the worker's run services; requests from many calls travel
 to a replica in batches (``Batcher``), an utterance being one request.
 
 A lost worker node only costs the runs it held. A lost head node costs the cluster: a

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..graph import GraphOutcome, RunGraph
-from ..pools import use_speech_pool
 
 if TYPE_CHECKING:
     from tamesu.runner.spec import RunSpec
@@ -113,7 +112,7 @@ class RunWorker:
     """One worker process: many runs at once, each a graph in this process's event loop.
 
     ``setup`` runs once when the worker starts (register plugin targets or assertions);
-    ``speech`` is the client of the cluster's speech pool, installed as this process's pool;
+    ``speech`` is the client of the cluster's speech pool, which the worker's runs use;
     ``router_factory`` makes the worker's model router for a ``models:`` configuration
     (credentials, providers, cache), else a plain one is made per configuration.
     """
@@ -131,8 +130,7 @@ class RunWorker:
     ) -> None:
         if setup is not None:
             setup()
-        if speech is not None:
-            use_speech_pool(speech)
+        self.speech = speech
         self.router_factory = router_factory
         self.update_golden = update_golden
         self.output_dir = output_dir
@@ -155,6 +153,7 @@ class RunWorker:
                 update_golden=self.update_golden,
                 output_dir=self.output_dir,
                 router_factory=self.router_factory,
+                speech=self.speech,
             )
         return self._services
 

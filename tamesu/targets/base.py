@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import httpx
 
     from tamesu.actors.messages import Message, UserTurn
+    from tamesu.actors.pools import SpeechPool
     from tamesu.clock import Clock
     from tamesu.config.target import Target as TargetConfig
     from tamesu.models.router import ModelRouter
@@ -62,6 +63,8 @@ class TargetContext:
     """How much of the agent's answers may be read (tamesu.yaml ``limits:``)."""
     faults: AgentFaults = field(default_factory=AgentFaults)
     """The agent's faults the connect policy retried in this run (the run's transcript reports them)."""
+    speech: SpeechPool | None = None
+    """The run's speech engines (audio targets); None: this process's own."""
 
 
 class TargetAdapter(ABC):

@@ -131,7 +131,7 @@ class PipecatCall:
                 if samples is not None:
                     voice.heard_audio(samples)
             elif item.kind == "interruption":
-                if voice.agent_speaking or voice.call.playout.buffered:
+                if voice.agent_audible:
                     voice.heard_clear(reason="interrupted")
                 voice.heard_message(RawResponse(body=raw(item), at=now), activity=False)
             else:

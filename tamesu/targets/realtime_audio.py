@@ -119,9 +119,7 @@ class RealtimeCall:
             )
         if kind == "error":
             raise TargetError(api_error(event))
-        if kind == "input_audio_buffer.speech_started" and (
-            voice.agent_speaking or voice.call.playout.buffered
-        ):
+        if kind == "input_audio_buffer.speech_started" and voice.agent_audible:
             voice.heard_clear(
                 reason="speech_started"
             )  # as a client app stops playback when the caller barges in

@@ -1,21 +1,24 @@
-"""Phone calls with real audio: the pipeline every audio target (voice, twilio, ...) runs a call on.
+"""Phone calls with real audio: the stages every audio target (voice, twilio, ...) runs a call on.
 
-The caller's turns are spoken in the persona's voice, degraded by the line and paced in 20 ms
-frames (``speech``, ``caller``); the agent's audio is played as the caller would hear it, its
-speech found by a VAD and its words read from its own transcript or from STT (``listener``);
-``session`` runs the turns and their timings, ``voice_metrics`` measures the call from its audio,
-and ``recording`` keeps it as a stereo WAV. The signal work is batched across calls by the
-process's ``FramePump``.
+A call is a node in a graph of stages that many calls share (``lane``): the caller (TTS in the
+persona's voice, paced in 20 ms frames: ``caller``, ``speech``), the line (noise, line model,
+codec: ``line``), the target's transport (the wire and the agent's playout: ``transport``), the
+listener (VAD, DTMF, STT: ``listener``) and the recorder (``recording``); they exchange one
+``AudioBatch`` per tick per lane, driven by the process's ``FramePump``. ``session`` is the call's
+side of it for the run: turn-taking and barge-in (``turns``), the turns' timings and messages;
+``voice_metrics`` measures the call from its audio. The speech engines are the run's speech
+pool (``tamesu.actors.pools``), passed in through the target's context.
 """
 
 from __future__ import annotations
 
-from .playout import Playout
-from .pump import FRAME_S, CallAudio, FramePump, Spoken
+from .lane import FRAME_S, CallAudio, Lane
+from .pump import FramePump
 from .recording import CallRecording, read_recording
 from .session import VoiceSession, VoiceWire
 from .settings import AUDIO_TARGETS, VoiceSettings, check_voice_test
 from .speech import Utterance, make_utterance, render_dtmf, render_speech, speech_spans
+from .transport import Playout
 from .voice_metrics import BargeIn, CallTimeline, TurnTiming, voice_metrics, wer
 
 __all__ = [
@@ -26,8 +29,8 @@ __all__ = [
     "CallRecording",
     "CallTimeline",
     "FramePump",
+    "Lane",
     "Playout",
-    "Spoken",
     "TurnTiming",
     "Utterance",
     "VoiceSession",

@@ -1,154 +1,193 @@
-"""The caller's side of one call as the pump sees it: what it is saying, and where its audio goes.
+"""The caller: what it says in a turn (``Caller``) and its handset, which sends it (``CallerStage``).
 
-``CallAudio`` is one call's slot in the ``FramePump``: a queue of utterances the caller speaks
-frame by frame (``say`` resolves when the last sample has been sent, with the speech spans dated on
-the run's clock), the callback that puts each encoded frame on the wire, the agent's ``Playout``,
-and the callbacks the pump reports the agent's speech and played marks through.
+``Caller.prepare`` turns one user turn into audio: the pause before it (``silence_after_turn_ms``,
+skipped when barging in), keypad digits (protocol messages when the wire has them, in-band tones
+otherwise) and the words in the persona's voice, synthesised by the run's speech pool.
+
+``CallerStage`` is the first stage of a lane (see ``lane``): each call's queue of utterances,
+sent 20 ms at a time, silence between them. Each tick it fills one frame per call and sends the
+lane's ``AudioBatch`` on to the line; when an utterance has been sent (or stopped) it reports a
+``CallerSpoke`` with the times its first sample and its speech went out, on the run's clock.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .playout import Playout
+from tamesu.actors.messages import AudioBatch, CallerSpoke, Dtmf, Event, Message, Tick, UserTurn
+from tamesu.errors import TamesuError, TargetError
+
+from .lane import Stage
+from .speech import Utterance, render_dtmf, render_speech
 
 if TYPE_CHECKING:
-    from .pump import _Block
-    from .speech import Utterance
+    from tamesu.actors.pools import SpeechPool
+    from tamesu.audio.behaviour import BehaviourRNG
+    from tamesu.clock import Clock
 
-__all__ = ["FRAME_S", "CallAudio", "Spoken"]
+    from .lane import Lane
+    from .session import VoiceWire
+    from .settings import VoiceSettings
 
-FRAME_S = 0.020
-
-
-class Spoken:
-    """When an utterance was sent: its first sample and its speech spans, in seconds on the run's clock."""
-
-    __slots__ = ("end", "spans", "start", "stopped")
-
-    def __init__(self, start: float, end: float, spans: list[tuple[float, float]], stopped: bool) -> None:
-        self.start = start
-        self.end = end
-        self.spans = spans
-        self.stopped = stopped
-
-    @property
-    def speech_end(self) -> float:
-        return self.spans[-1][1] if self.spans else self.start
+__all__ = ["Caller", "CallerStage", "Prepared"]
 
 
-class CallAudio:
-    """One call as the pump sees it: the caller's queue of utterances, the wire, the agent's playout.
+@dataclass
+class Prepared:
+    """A user turn made ready: the utterances to say, in order, and the messages that record it."""
 
-    ``send`` gets the encoded wire bytes of every frame; ``on_vad(kind, at)`` the agent channel's
-    speech_start / speech_end (``at`` on the run's clock); ``on_marks`` the names of marks whose audio
-    has just been played; ``on_frame(caller, agent)`` (optional) each frame's caller audio after the
-    line and the agent audio played, for recordings, speech-to-text buffers and DTMF detection.
-    """
+    speech: list[Utterance] = field(default_factory=list)
+    told: list[Message] = field(default_factory=list)
+    keyed_at: float | None = None
+    """When the digits went out as protocol messages (the turn's caller start and end)."""
+
+
+class Caller:
+    """One call's simulated caller: its voice and habits, from the call's settings."""
 
     def __init__(
-        self,
-        *,
-        rate: int,
-        encoding: str = "pcm16",
-        line: str | None = None,
-        seed: int = 0,
-        send: Callable[[bytes], None],
-        on_vad: Callable[[str, float], None] | None = None,
-        on_marks: Callable[[list[str]], None] | None = None,
-        on_frame: Callable[[np.ndarray, np.ndarray], None] | None = None,
-        noise: Any = None,
+        self, settings: VoiceSettings, *, speech: SpeechPool, clock: Clock, rng: BehaviourRNG
     ) -> None:
-        from tamesu.audio.codec import normalise_encoding
+        self.settings = settings
+        self.speech = speech
+        self.clock = clock
+        self.rng = rng
 
-        self.rate = rate
-        self.encoding = normalise_encoding(encoding)
-        self.line = line
-        self.seed = seed
-        self.frame = rate // 50
-        self.send = send
-        self.on_vad = on_vad
-        self.on_marks = on_marks
-        self.on_frame = on_frame
-        self.noise = noise
-        """A ``NoiseMixer`` (or anything with ``mix(frame)``) applied to the caller's frames before the line."""
-        self.playout = Playout(self.frame)
-        self.t0 = 0.0
-        self._frames = 0
-        self.line_latency = 0.0
-        self.vad: Any = None
-        """A per-call ``TurnDetector`` when the rate is one webrtcvad cannot take."""
-        self._queue: list[tuple[Utterance, asyncio.Future[Spoken]]] = []
-        self._cur: Utterance | None = None
-        self._fut: asyncio.Future[Spoken] | None = None
-        self._pos = 0
-        self._start_frame = 0
-        self._block: _Block | None = None
-        self._slot = -1
+    async def prepare(self, user: UserTurn, wire: VoiceWire, *, barging: bool) -> Prepared:
+        """``user`` as audio and messages; the pause before it is waited out here."""
+        s = self.settings
+        if user.files or (user.data is not None and set(user.data) != {"dtmf"}):
+            from tamesu.config.scriptparts import carriers
 
-    @property
-    def frames(self) -> int:
-        """Frames sent since the call was attached (the block counts them while it is)."""
-        block = self._block
-        return int(block.k[self._slot]) if block is not None else self._frames
+            part = "files" if user.files else "data"
+            raise TargetError(
+                f"a call cannot send {part} in a script step ({part} is sent by {carriers(part)} targets)",
+                retryable=False,
+                kind="config",
+            )
+        if not barging and s.silence_after_turn_ms:
+            await self.clock.sleep(self.rng.silence_after_turn(*s.silence_after_turn_ms))
+        out = Prepared()
+        digits = str((user.data or {}).get("dtmf") or "")
+        if digits:
+            sent = await wire.send_dtmf(digits)
+            out.told.append(Dtmf(digits=digits, direction="sent", at=self.clock.now()))
+            if sent:
+                out.keyed_at = self.clock.now()
+            else:
+                data = {"digits": digits, "sent_as": "tones"}
+                out.told.append(Event(name="dtmf_unsupported", data=data, at=self.clock.now()))
+                out.speech.append(render_dtmf(digits, s.rate))
+        if user.text.strip():
+            try:
+                out.speech.append(
+                    await render_speech(
+                        user.text,
+                        s.rate,
+                        pool=self.speech,
+                        voice=s.voice,
+                        language=s.language,
+                        engine=s.tts_engine,
+                    )
+                )
+            except TamesuError as exc:
+                raise TargetError(f"the caller's voice: {exc}", retryable=False, kind="config") from None
+        return out
 
-    def time_of(self, frame: float) -> float:
-        """The run-clock time of the start of frame ``frame`` of this call."""
-        return self.t0 + frame * FRAME_S
 
-    @property
-    def now(self) -> float:
-        """The run-clock time of the next frame to be sent."""
-        return self.time_of(self.frames)
+class CallerStage(Stage):
+    """Every call's handset of one lane: utterances in, one ``AudioBatch`` of caller frames per tick out."""
 
-    @property
-    def talking(self) -> bool:
-        """Whether the caller has audio playing or queued."""
-        return self._cur is not None or bool(self._queue)
+    def __init__(self, lane: Lane) -> None:
+        super().__init__(lane)
+        cap = lane.capacity
+        self.queues: list[deque[Utterance]] = [deque() for _ in range(cap)]
+        self.current: list[Utterance | None] = [None] * cap
+        self.pos = [0] * cap
+        self.began = [0] * cap
+        """The frame at which the current utterance of each slot began."""
+        self.speaking: set[int] = set()
+        self.x = np.zeros((cap, lane.frame), dtype=np.int16)
 
-    def say(self, utterance: Utterance) -> asyncio.Future[Spoken]:
-        """Queue an utterance; the future resolves once its last sample is sent (or it is stopped)."""
-        fut: asyncio.Future[Spoken] = asyncio.get_running_loop().create_future()
+    def talking(self, slot: int) -> bool:
+        return self.current[slot] is not None or bool(self.queues[slot])
+
+    def say(self, slot: int, utterance: Utterance) -> None:
         if len(utterance.samples) == 0:
-            fut.set_result(Spoken(self.now, self.now, [], False))
-            return fut
-        self._queue.append((utterance, fut))
-        if self._cur is None:
-            self._next()
-        return fut
+            now = self._now(slot)
+            self.lane.report(CallerSpoke(call=slot, start=now, end=now, at=now))
+            return
+        self.queues[slot].append(utterance)
+        if self.current[slot] is None:
+            self._next(slot, int(self.lane.k[slot]))
 
-    def hush(self) -> None:
-        """Stop talking now: the utterance in progress is cut and the queue dropped."""
-        queued, self._queue = self._queue, []
-        if self._cur is not None:
-            self._finish(stopped=True)
-        for _, fut in queued:
-            if not fut.done():
-                fut.set_result(Spoken(self.now, self.now, [], True))
+    def hush(self, slot: int) -> None:
+        queued = len(self.queues[slot])
+        self.queues[slot].clear()
+        if self.current[slot] is not None:
+            self._finish(slot, stopped=True, next_frame=int(self.lane.k[slot]))
+        now = self._now(slot)
+        for _ in range(queued):
+            self.lane.report(CallerSpoke(call=slot, start=now, end=now, stopped=True, at=now))
 
-    def _next(self) -> None:
-        if self._queue:
-            self._cur, self._fut = self._queue.pop(0)
-            self._pos = 0
-            self._start_frame = self.frames
-            if self._block is not None:
-                self._block.talking.add(self._slot)
+    def detach(self, slot: int) -> None:
+        self.queues[slot].clear()
+        self.current[slot] = None
+        self.speaking.discard(slot)
+
+    def handle(self, msg: Message) -> None:
+        if not isinstance(msg, Tick):
+            return
+        lane, x, n = self.lane, self.x, self.lane.frame
+        x.fill(0)
+        done: list[int] = []
+        for i in self.speaking:
+            utt = self.current[i]
+            assert utt is not None
+            p = self.pos[i]
+            chunk = utt.samples[p : p + n]
+            x[i, : len(chunk)] = chunk
+            self.pos[i] = p + n
+            if p + n >= len(utt.samples):
+                done.append(i)
+        for i in done:
+            self._finish(i, stopped=False, next_frame=int(lane.k[i]) + 1)
+        self.send(
+            AudioBatch(
+                seq=msg.seq,
+                pcm=x.tobytes(),
+                rows=lane.capacity,
+                calls=lane.active,
+                sample_rate=lane.rate,
+                channel="caller",
+            )
+        )
+
+    def _now(self, slot: int) -> float:
+        call = self.lane.calls[slot]
+        return call.now if call is not None else 0.0
+
+    def _next(self, slot: int, frame: int) -> None:
+        if self.queues[slot]:
+            self.current[slot] = self.queues[slot].popleft()
+            self.pos[slot] = 0
+            self.began[slot] = frame
+            self.speaking.add(slot)
         else:
-            self._cur = self._fut = None
-            if self._block is not None:
-                self._block.talking.discard(self._slot)
+            self.current[slot] = None
+            self.speaking.discard(slot)
 
-    def _finish(self, *, stopped: bool = False) -> None:
-        utt, fut = self._cur, self._fut
-        assert utt is not None
-        start = self.time_of(self._start_frame) + self.line_latency
-        sent_s = min(self._pos, len(utt.samples)) / utt.rate
+    def _finish(self, slot: int, *, stopped: bool, next_frame: int) -> None:
+        utt, call = self.current[slot], self.lane.calls[slot]
+        assert utt is not None and call is not None
+        start = call.time_of(self.began[slot]) + call.line_latency
+        sent_s = min(self.pos[slot], len(utt.samples)) / utt.rate
         spans = [(start + a, start + min(b, sent_s)) for a, b in utt.spans if a < sent_s]
-        self._cur = self._fut = None
-        self._next()
-        if fut is not None and not fut.done():
-            fut.set_result(Spoken(start, start + sent_s, spans, stopped))
+        self.current[slot] = None
+        self._next(slot, next_frame)
+        end = start + sent_s
+        self.lane.report(CallerSpoke(call=slot, start=start, end=end, spans=spans, stopped=stopped, at=end))

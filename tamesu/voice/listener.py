@@ -1,10 +1,14 @@
-"""The agent's side of a call as the caller hears it: speech segments, words, keypad tones.
+"""The listener: the caller's ear on the agent's side of the call.
 
-The pump plays the agent's audio and runs the VAD; the ``Listener`` keeps what one turn needs from
-that: the frames heard since the turn began (only when they are to be transcribed), the agent's
-own transcripts and tool calls from its control messages, and the DTMF digits in its audio. At the
-end of a turn ``words`` gives the turn's text from the source the target's ``transcript_source``
-names (``auto``: the agent's transcript when it sent one, else speech-to-text of its audio).
+``ListenerStage`` is the lane's stage after the transport: each tick it runs the VAD over the
+frames the agent played, for every call of the lane in one ``TurnDetectorBank`` step (webrtcvad,
+asked only about the calls that played audio; a detector per call at rates webrtcvad cannot
+take), reports the agent's speech starting and ending (``AgentSpeech``) and hands each call's
+``Listener`` its frame. The ``Listener`` keeps what one turn needs: the frames heard since the
+turn began (only when they are to be transcribed), the agent's own transcripts, the keypad tones
+in its audio (``AgentTones``). At the end of a turn ``words`` gives the turn's text from the
+source the target's ``transcript_source`` names (``auto``: the agent's transcript when it sent
+one, else speech-to-text of its audio through the run's speech pool).
 """
 
 from __future__ import annotations
@@ -14,17 +18,107 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tamesu.audio.timing import Segment
+from tamesu.actors.messages import AgentSpeech, AgentTones, AudioBatch, Message
+from tamesu.errors import MissingExtraError
 
+from .lane import Stage, rows_of
 from .speech import transcribe
 
 if TYPE_CHECKING:
+    from tamesu.actors.pools import SpeechPool
+    from tamesu.audio.timing import Segment
+
+    from .lane import CallAudio, FrameEar, Lane
     from .settings import VoiceSettings
 
-__all__ = ["Heard", "Listener"]
+__all__ = ["Heard", "Listener", "ListenerStage"]
 
 PAD_S = 0.15
 """Audio kept on each side of the agent's speech when it is transcribed."""
+_NO_IDLE = 1e9
+
+
+class _PlayedVad:
+    """webrtcvad per slot (a ``FrameClassifier``); ``decide`` asks it only about the slots that
+    played agent audio this frame, since a frame of digital silence is never speech."""
+
+    def __init__(self, capacity: int, rate: int, mode: int = 2) -> None:
+        try:
+            import webrtcvad
+        except ImportError as exc:
+            raise MissingExtraError("webrtcvad (voice activity detection)", extra="voice") from exc
+        self._lib = webrtcvad
+        self.rate, self.mode = rate, mode
+        self.frame = rate // 50
+        self.vads = [webrtcvad.Vad(mode) for _ in range(capacity)]
+        self.speech = np.zeros(capacity, dtype=bool)
+
+    def classify(self, frames: np.ndarray) -> np.ndarray:
+        return np.fromiter(
+            (v.is_speech(r.tobytes(), self.rate) for v, r in zip(self.vads, frames)), bool, len(frames)
+        )
+
+    def decide(self, frames: np.ndarray, played: list[int]) -> np.ndarray:
+        speech = self.speech
+        speech.fill(False)
+        rate, vads = self.rate, self.vads
+        for i in played:
+            speech[i] = vads[i].is_speech(frames[i].tobytes(), rate)
+        return speech
+
+    def reset(self, index: int) -> None:
+        self.vads[index] = self._lib.Vad(self.mode)
+
+
+class ListenerStage(Stage):
+    """The VAD and the ears of the calls of one lane."""
+
+    def __init__(self, lane: Lane) -> None:
+        from tamesu.audio.vad import WEBRTC_RATES, TurnDetectorBank
+
+        super().__init__(lane)
+        self.classifier: _PlayedVad | None = None
+        self.vad: Any = None
+        if lane.rate in WEBRTC_RATES:
+            self.classifier = _PlayedVad(lane.capacity, lane.rate)
+            self.vad = TurnDetectorBank(self.classifier, lane.capacity, idle=_NO_IDLE)
+        self.own: dict[int, Any] = {}
+        """A ``TurnDetector`` per slot where webrtcvad cannot take the rate."""
+        self.ears: dict[int, FrameEar] = {}
+
+    def attach(self, slot: int, call: CallAudio) -> None:
+        if self.vad is not None:
+            self.vad.reset(slot)
+        else:
+            from tamesu.audio.vad import TurnDetector
+
+            self.own[slot] = TurnDetector(call.rate, idle=_NO_IDLE)
+        if call.ear is not None:
+            self.ears[slot] = call.ear
+
+    def detach(self, slot: int) -> None:
+        self.own.pop(slot, None)
+        self.ears.pop(slot, None)
+
+    def handle(self, msg: Message) -> None:
+        if not isinstance(msg, AudioBatch) or msg.channel != "agent":
+            return
+        lane, p = self.lane, rows_of(msg)
+        events: list[tuple[int, Any]] = []
+        if self.vad is not None and self.classifier is not None:
+            played = np.flatnonzero(p.any(axis=1)).tolist()
+            events = self.vad.process_decisions(self.classifier.decide(p, played))
+        for i, detector in self.own.items():
+            events += [(i, e) for e in detector.push(p[i])]
+        for i, ear in self.ears.items():
+            at = lane.time_of(i)
+            digits = ear.frame(p[i], at)
+            if digits:
+                lane.report(AgentTones(call=i, digits=digits, at=at))
+        for i, event in events:
+            call = lane.calls[i]
+            if call is not None and event.kind != "turn_end":
+                lane.report(AgentSpeech(call=i, kind=event.kind, at=call.t0 + event.at))
 
 
 @dataclass
@@ -41,32 +135,36 @@ class Heard:
 
 
 class Listener:
-    """One call's agent channel, turn by turn."""
+    """One call's agent channel, turn by turn (a ``FrameEar`` of the listener stage)."""
 
-    def __init__(self, settings: VoiceSettings) -> None:
+    def __init__(self, settings: VoiceSettings, *, speech: SpeechPool) -> None:
         self.settings = settings
+        self.speech = speech
         self.rate = settings.rate
         self.transcripts: list[str] = []
         self._frames: list[np.ndarray] = []
         self._t0 = 0.0
         self._collect = settings.wants_stt
         self._dtmf: Any = None
-        self.dtmf_heard: list[tuple[str, float]] = []
         if settings.detect_dtmf:
             from tamesu.audio.dtmf import DtmfDetector
 
             self._dtmf = DtmfDetector(self.rate)
-        self._played = 0
 
-    def frame(self, agent: np.ndarray, at: float) -> None:
-        """One played frame of agent audio (called by the pump for every frame of the call)."""
+    @property
+    def hears_frames(self) -> bool:
+        """Whether each played frame is needed (speech-to-text, DTMF detection)."""
+        return self._collect or self._dtmf is not None
+
+    def frame(self, agent: np.ndarray, at: float) -> str:
+        """One played frame of agent audio; the keypad digits completed in it."""
         if self._collect:
             if not self._frames:
                 self._t0 = at
             self._frames.append(agent.copy())
-        if self._dtmf is not None:
-            for event in self._dtmf.push(agent):
-                self.dtmf_heard.append((event.digit, at))
+        if self._dtmf is None:
+            return ""
+        return "".join(event.digit for event in self._dtmf.push(agent))
 
     async def words(self, segments: list[Segment]) -> Heard:
         """The turn's text per ``transcript_source``; ``segments`` are the agent's speech in this turn.
@@ -96,7 +194,9 @@ class Listener:
         if end - start < self.rate // 10:
             return None
         s = self.settings
-        result = await transcribe(audio[start:end], self.rate, language=s.language, engine=s.stt_engine)
+        result = await transcribe(
+            audio[start:end], self.rate, pool=self.speech, language=s.language, engine=s.stt_engine
+        )
         offset = self._t0 + start / self.rate
         by_segment: dict[int, list[str]] = {}
         for part in result.segments:

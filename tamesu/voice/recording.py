@@ -1,6 +1,9 @@
-"""A call's recording: one stereo WAV, the caller on the left as sent (after the line), the agent on
-the right as heard (after playout, so talk-over and gaps are where the caller met them).
+"""The recorder: each call's recording, one stereo WAV, the caller on the left as sent (after the
+line), the agent on the right as heard (after playout, so talk-over and gaps are where the caller
+met them).
 
+``RecorderStage`` is the last stage of a lane: each tick it takes the caller's frames after the
+line and the agent's frames as played, and appends both to the file of every call that records.
 The file is written while the call runs, a second at a time, so a long call costs no memory and a
 crash leaves a playable file up to the last second (``wave`` patches the sizes when closed). Its
 path is recorded in the transcript's events relative to the run's output folder.
@@ -10,10 +13,18 @@ from __future__ import annotations
 
 import wave
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["CallRecording", "read_recording"]
+from tamesu.actors.messages import AudioBatch, Message
+
+from .lane import Stage, rows_of
+
+if TYPE_CHECKING:
+    from .lane import CallAudio, Lane
+
+__all__ = ["CallRecording", "RecorderStage", "read_recording"]
 
 _FLUSH_S = 1.0
 
@@ -63,6 +74,38 @@ class CallRecording:
             self._wav.close()
         finally:
             self._wav = None
+
+
+class RecorderStage(Stage):
+    """The recordings of the calls of one lane."""
+
+    def __init__(self, lane: Lane) -> None:
+        super().__init__(lane)
+        self.recordings: dict[int, CallRecording] = {}
+        self._caller: tuple[int, np.ndarray] | None = None
+        self._agent: tuple[int, np.ndarray] | None = None
+        """The two channels of a tick, kept until both have come (in either order)."""
+
+    def attach(self, slot: int, call: CallAudio) -> None:
+        if call.recording is not None:
+            self.recordings[slot] = call.recording
+
+    def detach(self, slot: int) -> None:
+        self.recordings.pop(slot, None)
+
+    def handle(self, msg: Message) -> None:
+        if not self.recordings or not isinstance(msg, AudioBatch):
+            return
+        if msg.channel == "agent":
+            self._agent = (msg.seq, rows_of(msg))
+        elif msg.encoding == "pcm16":
+            self._caller = (msg.seq, rows_of(msg))
+        caller, agent = self._caller, self._agent
+        if caller is None or agent is None or caller[0] != agent[0]:
+            return
+        self._caller = self._agent = None
+        for i, recording in self.recordings.items():
+            recording.write(caller[1][i], agent[1][i])
 
 
 def read_recording(path: Path | str) -> tuple[int, np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """What the caller says, as audio ready for the line: TTS at the wire's rate, levelled, with its speech spans.
 
-A persona's line is synthesised once per process (the engines cache it), converted to the call's
-rate, brought to the telephony nominal level (-26 dBFS active speech, the level the noise mixer
+A persona's line is synthesised once per speech pool (the run's services hold the pool: the
+process's own engines, or engine actors on other Ray nodes), converted to the call's rate, brought to the telephony nominal level (-26 dBFS active speech, the level the noise mixer
 assumes) and measured: the spans where speech is active, so the caller's end of speech is known to
 the sample instead of guessed by a VAD. The result is an immutable ``Utterance`` shared by every
 call that says the same line at the same rate (the pre-rendered path of a load test).
@@ -9,6 +9,7 @@ call that says the same line at the same rate (the pre-rendered path of a load t
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from tamesu.actors.pools import SpeechPool
     from tamesu.audio.stt import Transcription
 
 __all__ = [
@@ -108,36 +110,40 @@ def make_utterance(
     return Utterance(x, rate, spans, text=text, kind=kind)
 
 
-_cache: OrderedDict[tuple[Any, ...], Utterance] = OrderedDict()
+_caches: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], Utterance]] = weakref.WeakKeyDictionary()
+"""The utterances each speech pool made, the most recently used last."""
 
 
 async def render_speech(
     text: str,
     rate: int,
     *,
+    pool: SpeechPool | None = None,
     voice: str | None = None,
     language: str | None = None,
     engine: str | None = None,
 ) -> Utterance:
-    """``text`` in the persona's voice at ``rate``; cached per (engine, voice, language, text, rate).
-
-    Synthesis goes through the process's speech pool (``tamesu.actors.pools.speech_pool``: the
-    local engines, or engine actors the Ray placement installed). ``engine`` forces a TTS engine by
-    name; otherwise the persona voice decides.
+    """``text`` in the persona's voice at ``rate``, synthesised by ``pool`` (None: this process's
+    own engines); cached per pool and (engine, voice, language, text, rate). ``engine`` forces a
+    TTS engine by name; otherwise the persona voice decides.
     """
-    from tamesu.actors.pools import speech_pool
+    from tamesu.actors.pools import local_speech_pool
 
+    pool = pool or local_speech_pool()
+    cache = _caches.get(pool)
+    if cache is None:
+        cache = _caches[pool] = OrderedDict()
     key = (engine, voice, language, text, rate)
-    hit = _cache.get(key)
+    hit = cache.get(key)
     if hit is not None:
-        _cache.move_to_end(key)
+        cache.move_to_end(key)
         return hit
-    audio = await speech_pool().synthesize(text, voice=voice, language=language, engine=engine)
+    audio = await pool.synthesize(text, voice=voice, language=language, engine=engine)
     samples = audio.resample(rate).samples if len(audio) else np.zeros(0, np.int16)
     utt = make_utterance(samples, rate, text=text)
-    _cache[key] = utt
-    while len(_cache) > _CACHE_ITEMS:
-        _cache.popitem(last=False)
+    cache[key] = utt
+    while len(cache) > _CACHE_ITEMS:
+        cache.popitem(last=False)
     return utt
 
 
@@ -150,11 +156,16 @@ def render_dtmf(digits: str, rate: int) -> Utterance:
 
 
 async def transcribe(
-    samples: np.ndarray, rate: int, *, language: str | None, engine: str | None = None
+    samples: np.ndarray,
+    rate: int,
+    *,
+    pool: SpeechPool | None = None,
+    language: str | None,
+    engine: str | None = None,
 ) -> Transcription:
-    """What the agent said in ``samples``, through the process's speech pool."""
-    from tamesu.actors.pools import speech_pool
+    """What the agent said in ``samples``, heard by ``pool`` (None: this process's own engines)."""
+    from tamesu.actors.pools import local_speech_pool
     from tamesu.audio.tts import Audio
 
     audio = Audio(np.asarray(samples, dtype=np.int16), rate)
-    return await speech_pool().transcribe(audio, language=language, engine=engine)
+    return await (pool or local_speech_pool()).transcribe(audio, language=language, engine=engine)

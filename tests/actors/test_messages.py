@@ -37,8 +37,15 @@ SAMPLES: list[m.Message] = [
     m.Event(name="voice_turn", data={"turn": 1, "interrupted": False}, at=2.0),
     m.Dtmf(digits="12#", direction="received"),
     m.MetricMsg(name="barge_in_ms", value=120.0),
-    m.AudioFrame(seq=7, pcm=b"\x00\x01" * 160, sample_rate=8000, channel="agent"),
-    m.AudioBatch(frames=[m.AudioFrame(seq=1, pcm=b"\x00\x00"), m.AudioFrame(seq=2, pcm=b"\x01\x00")]),
+    m.AudioFrame(seq=7, pcm=b"\x00\x01" * 160, sample_rate=8000, channel="agent", call=3),
+    m.AudioBatch(seq=9, pcm=b"\x00\x01" * 320, rows=2, calls=(1,), sample_rate=8000, channel="agent"),
+    m.Tick(seq=9, at=0.18),
+    m.CallerSpoke(call=1, start=0.5, end=1.5, spans=[(0.52, 1.4)], stopped=True),
+    m.AgentSpeech(call=1, kind="speech_start", at=2.25),
+    m.AgentTones(call=1, digits="9#"),
+    m.AgentMark(call=1, name="said-1"),
+    m.AgentClear(call=1),
+    m.MarksPlayed(call=1, names=["said-1"]),
 ]
 
 
@@ -58,9 +65,9 @@ def test_tags_are_unique() -> None:
     assert len(tags) == len(set(tags))
 
 
-def test_control_messages_are_the_session_and_error_ones() -> None:
+def test_control_messages_are_the_session_error_and_clear_ones() -> None:
     control = {type(s).__name__ for s in SAMPLES if m.is_control(s)}
-    assert control == {"SessionStart", "SessionEnd", "Interrupt", "ErrorMsg"}
+    assert control == {"SessionStart", "SessionEnd", "Interrupt", "ErrorMsg", "AgentClear"}
 
 
 def test_messages_are_frozen() -> None:

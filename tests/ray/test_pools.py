@@ -11,7 +11,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from tamesu.actors.placement.ray import RaySpeechClient, RaySpeechPool  # noqa: E402
-from tamesu.actors.pools import Autoscaler, speech_pool, use_speech_pool  # noqa: E402
+from tamesu.actors.pools import Autoscaler  # noqa: E402
 
 from . import engines  # noqa: E402
 
@@ -45,11 +45,11 @@ class Caller:
 
     def __init__(self, client: RaySpeechClient) -> None:
         engines.register()
-        use_speech_pool(client)
+        self.speech = client
 
     async def say_and_hear(self, text: str) -> str:
-        audio = await speech_pool().synthesize(text, engine="test-tone")
-        heard = await speech_pool().transcribe(audio, engine="test-count")
+        audio = await self.speech.synthesize(text, engine="test-tone")
+        heard = await self.speech.transcribe(audio, engine="test-count")
         return heard.text
 
 

@@ -14,9 +14,8 @@ from tamesu.actors.pools import (
     SynthesisRequest,
     TranscriptionRequest,
     audio_of,
-    speech_pool,
+    local_speech_pool,
     transcription_of,
-    use_speech_pool,
 )
 from tamesu.errors import ConfigError
 
@@ -84,21 +83,28 @@ async def test_a_replica_serves_a_batch_of_both_kinds_and_reports_engine_errors_
     assert server.load() == {"in_flight": 0, "served": 3, "batches": 2}
 
 
-async def test_calls_use_the_installed_pool_and_fall_back_to_the_local_engines() -> None:
-    assert isinstance(speech_pool(), LocalSpeechPool)
+async def test_a_run_hands_its_calls_its_own_pool_and_the_local_engines_are_the_default() -> None:
+    from tamesu.actors.services import RunServices
+    from tamesu.voice.speech import render_speech
+
+    services = RunServices.create()
+    try:
+        assert services.speech is local_speech_pool()
+    finally:
+        await services.aclose()
 
     class Recording(LocalSpeechPool):
-        said: list[str] = []
+        def __init__(self) -> None:
+            self.said: list[str] = []
 
         async def synthesize(self, text: str, **kw: object):  # type: ignore[no-untyped-def, override]
             self.said.append(text)
             return await super().synthesize(text, engine="test-tone")
 
     pool = Recording()
-    use_speech_pool(pool)
-    try:
-        audio = await speech_pool().synthesize("hello there")
-        assert round(audio.duration, 2) == 0.2 and pool.said == ["hello there"]
-    finally:
-        use_speech_pool(None)
-    assert isinstance(speech_pool(), LocalSpeechPool)
+    said = await render_speech("hello there", 8000, pool=pool)
+    assert round(said.duration, 2) == 0.2 and pool.said == ["hello there"]
+    assert await render_speech("hello there", 8000, pool=pool) is said, "one synthesis per pool and line"
+    elsewhere = Recording()
+    await render_speech("hello there", 8000, pool=elsewhere)
+    assert elsewhere.said == ["hello there"], "a pool's utterances are its own"

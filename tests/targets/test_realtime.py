@@ -40,7 +40,7 @@ def fake_voice(monkeypatch: pytest.MonkeyPatch) -> None:
     async def render_speech(text: str, rate: int, **_: Any) -> Any:
         return make_utterance(speech_like(1.0, rate, seed=len(text)), rate, text=text)
 
-    monkeypatch.setattr("tamesu.voice.session.render_speech", render_speech)
+    monkeypatch.setattr("tamesu.voice.caller.render_speech", render_speech)
 
 
 async def audio_target(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tamesu.actors.graph import run_graph
+from tamesu.actors.pools import LocalSpeechPool
 from tamesu.actors.services import RunServices
 from tamesu.config.load import load_suite
 from tamesu.runner.plan import plan
@@ -39,17 +41,30 @@ tests:
 """
 
 
+class HeardPool(LocalSpeechPool):
+    """The local engines, noting what they were asked to say."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    async def synthesize(self, text: str, **kw: Any) -> Any:
+        self.said.append(text)
+        return await super().synthesize(text, **kw)
+
+
 async def test_a_voice_run_records_timings_segments_events_and_metrics(calls: Calls, tmp_path: Path) -> None:
     _, url = await calls.agent(AgentScript(greeting=0.4, delay=0.3, reply=0.5))
     path = tmp_path / "suite.yaml"
     path.write_text(SUITE.format(url=url))
     [spec] = plan(load_suite(path, project=False))
-    services = RunServices.create(output_dir=tmp_path / "out")
+    pool = HeardPool()
+    services = RunServices.create(output_dir=tmp_path / "out", speech=pool)
     try:
         outcome = await run_graph(spec, services, timeout=30)
     finally:
         await services.aclose()
     assert outcome.error is None, outcome.error
+    assert pool.said == ["one two three"], "the caller spoke through the run's speech pool"
     assert all(r.passed for r in outcome.results), outcome.results
     t = outcome.transcript
     greeting, user, answer = t.turns

@@ -1,13 +1,16 @@
-"""The call pipeline's parts, stepped frame by frame without sockets (the pump on virtual time)."""
+"""The call's stages, stepped frame by frame without sockets (the pump on virtual time)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from tamesu.actors.base import roundtrip
+from tamesu.actors.messages import AgentSpeech, AudioBatch, CallerSpoke, MarksPlayed, Message, Tick
 from tamesu.audio import synth
 from tamesu.audio.codec import ulaw_decode
 from tamesu.audio.dtmf import detect_dtmf
@@ -73,19 +76,24 @@ def test_dtmf_utterance_holds_the_digits() -> None:
     assert detect_dtmf(np.asarray(utt.samples), 8000) == "12#" and utt.kind == "dtmf"
 
 
-async def test_the_pump_sends_every_sample_on_time_and_reports_what_was_said() -> None:
-    pump = FramePump(ticker=False)
+def _spoken(reports: list[Message]) -> list[CallerSpoke]:
+    return [m for m in reports if isinstance(m, CallerSpoke)]
+
+
+@pytest.mark.parametrize("boundary", [None, roundtrip], ids=["in-process", "encoded"])
+async def test_the_pump_sends_every_sample_on_time_and_reports_what_was_said(boundary: Any) -> None:
+    pump = FramePump(ticker=False, boundary=boundary)
     sent: list[bytes] = []
-    call = CallAudio(rate=8000, encoding="mulaw", send=sent.append)
+    reports: list[Message] = []
+    call = CallAudio(rate=8000, encoding="mulaw", send=sent.append, report=reports.append)
     pump.attach(call, t0=10.0)
     pump.tick()
     utt = make_utterance(vowel(0.5, 8000), 8000, level=False)
-    spoken = call.say(utt)
+    call.say(utt)
     for _ in range(30):
         pump.tick()
-    assert spoken.done()
-    said = spoken.result()
-    assert said.start == pytest.approx(10.02) and not said.stopped
+    [said] = _spoken(reports)
+    assert said.start == pytest.approx(10.02) and not said.stopped and said.call == call.slot
     assert said.spans[0][0] == pytest.approx(10.02, abs=0.011) and said.speech_end == pytest.approx(
         10.52, abs=0.011
     )
@@ -101,17 +109,20 @@ async def test_the_pump_sends_every_sample_on_time_and_reports_what_was_said() -
 
 async def test_hush_cuts_the_caller_off() -> None:
     pump = FramePump(ticker=False)
-    call = CallAudio(rate=16000, send=lambda b: None)
+    reports: list[Message] = []
+    call = CallAudio(rate=16000, send=lambda b: None, report=reports.append)
     pump.attach(call, t0=0.0)
-    fut = call.say(make_utterance(vowel(2.0, 16000), 16000))
+    call.say(make_utterance(vowel(2.0, 16000), 16000))
+    call.say(make_utterance(vowel(1.0, 16000), 16000))
     for _ in range(10):
         pump.tick()
     call.hush()
-    said = fut.result()
-    assert said.stopped and said.speech_end == pytest.approx(0.2, abs=0.011) and not call.talking
+    cut, dropped = _spoken(reports)
+    assert cut.stopped and cut.speech_end == pytest.approx(0.2, abs=0.011) and not call.talking
+    assert dropped.stopped and dropped.spans == []
 
 
-async def test_calls_share_blocks_and_lines_keep_their_own_state() -> None:
+async def test_calls_share_lanes_and_lines_keep_their_own_state() -> None:
     pump = FramePump(ticker=False)
     outs: list[list[bytes]] = [[] for _ in range(10)]
     calls = [
@@ -119,8 +130,8 @@ async def test_calls_share_blocks_and_lines_keep_their_own_state() -> None:
     ]
     for c in calls:
         pump.attach(c, t0=0.0)
-    blocks = pump.blocks[(8000, "pcm16", "pstn")]
-    assert [b.capacity for b in blocks] == [8, 32]
+    lanes = pump.lanes[(8000, "pcm16", "pstn")]
+    assert [lane.capacity for lane in lanes] == [8, 32]
     tone = make_utterance(synth.tone(1000, 0.4, 8000, dbfs=-20), 8000, level=False)
     for c in calls:
         c.say(tone)
@@ -142,35 +153,80 @@ async def test_calls_share_blocks_and_lines_keep_their_own_state() -> None:
     )
 
 
+async def test_the_stages_exchange_one_batch_per_tick_per_lane_whatever_the_calls() -> None:
+    seen: list[Message] = []
+
+    def note(msg: Message) -> Message:
+        seen.append(msg)
+        return roundtrip(msg)
+
+    pump = FramePump(ticker=False, boundary=note)
+    few = [CallAudio(rate=8000, encoding="mulaw", line="pstn", seed=i, send=lambda b: None) for i in range(3)]
+    many = [CallAudio(rate=16000, send=lambda b: None) for _ in range(30)]
+    for c in few + many:
+        pump.attach(c, t0=0.0)
+    assert len(pump.lanes[(8000, "mulaw", "pstn")]) == 1 and len(pump.lanes[(16000, "pcm16", None)]) == 2
+    pump.tick()
+    batches = [m for m in seen if isinstance(m, AudioBatch)]
+    per_lane = {"line": 1, "transport": 1, "listener": 1, "recorder": 2}
+    assert len(batches) == 3 * sum(per_lane.values()), "one batch per stage hop per lane, none per call"
+    assert {len(b.calls) for b in batches} == {3, 8, 22}
+    assert sum(isinstance(m, Tick) for m in seen) == 3
+
+
 @pytest.mark.parametrize("rate", [16000, 24000])
-async def test_agent_audio_is_played_and_its_speech_found(rate: int) -> None:
-    pump = FramePump(ticker=False)
-    events: list[tuple[str, float]] = []
-    marks: list[list[str]] = []
-    heard: list[np.ndarray] = []
-    call = CallAudio(
-        rate=rate,
-        send=lambda b: None,
-        on_vad=lambda kind, at: events.append((kind, at)),
-        on_marks=marks.append,
-        on_frame=lambda caller, agent: heard.append(agent.copy()),
-    )
+@pytest.mark.parametrize("boundary", [None, roundtrip], ids=["in-process", "encoded"])
+async def test_agent_audio_is_played_and_its_speech_found(rate: int, boundary: Any) -> None:
+    pump = FramePump(ticker=False, boundary=boundary)
+    reports: list[Message] = []
+    ear = _Ear()
+    call = CallAudio(rate=rate, send=lambda b: None, report=reports.append, ear=ear)
     pump.attach(call, t0=5.0)
     for _ in range(15):
         pump.tick()
-    call.playout.write(vowel(0.6, rate))
-    call.playout.mark("done")
+    call.play(vowel(0.6, rate))
+    call.mark("done")
     for _ in range(60):
         pump.tick()
-    assert [k for k, _ in events] == ["speech_start", "speech_end"]
-    assert events[0][1] == pytest.approx(5.3, abs=0.021)
-    assert events[1][1] == pytest.approx(5.9, abs=0.15)
-    assert marks == [["done"]]
-    played = np.concatenate(heard)
+    speech = [m for m in reports if isinstance(m, AgentSpeech)]
+    assert [m.kind for m in speech] == ["speech_start", "speech_end"]
+    assert speech[0].at == pytest.approx(5.3, abs=0.021)
+    assert speech[1].at == pytest.approx(5.9, abs=0.15)
+    assert [m.names for m in reports if isinstance(m, MarksPlayed)] == [["done"]]
+    played = np.concatenate(ear.frames)
     n = rate // 50
     assert len(played) == 75 * n and np.array_equal(
         played[15 * n : 15 * n + int(0.6 * rate)], vowel(0.6, rate)
     )
+    assert ear.times[15] == pytest.approx(5.3)
+
+
+class _Ear:
+    """A listener's ear that keeps every frame the agent played, and when."""
+
+    def __init__(self) -> None:
+        self.frames: list[np.ndarray] = []
+        self.times: list[float] = []
+
+    def frame(self, agent: np.ndarray, at: float) -> str:
+        self.frames.append(agent.copy())
+        self.times.append(at)
+        return ""
+
+
+async def test_a_clear_drops_the_queued_audio_and_every_pending_mark_is_played() -> None:
+    pump = FramePump(ticker=False)
+    reports: list[Message] = []
+    call = CallAudio(rate=8000, send=lambda b: None, report=reports.append)
+    pump.attach(call, t0=0.0)
+    call.play(vowel(1.0, 8000))
+    call.mark("a")
+    call.play(vowel(1.0, 8000))
+    call.mark("b")
+    pump.tick()
+    assert call.buffered == 2 * 8000 - 160
+    call.clear()
+    assert [m.names for m in reports if isinstance(m, MarksPlayed)] == [["a", "b"]] and call.buffered == 0
 
 
 def test_voice_metrics_from_a_timeline() -> None:

@@ -235,3 +235,21 @@ async def test_the_callers_habits_noise_line_and_pause(calls: Calls) -> None:
     assert -52 < noise_dbfs < -38, (
         "noise 25 dB under the voice, through the line's +10 dB microphone and band-pass"
     )
+
+
+async def test_a_finished_call_is_freed_without_the_cycle_collector(calls: Calls) -> None:
+    import gc
+    import weakref
+
+    _, url = await calls.agent(AgentScript(greeting=None, delay=0.2, reply=0.3))
+    phone = await calls.target(voice_config(url, transcript_source="agent"))
+    assert turn_of(await collect(phone, SAY)).text
+    await phone.stop()
+    calls.started.remove(phone)
+    refs = [weakref.ref(phone), weakref.ref(phone.session), weakref.ref(phone.session.call)]
+    gc.disable()
+    try:
+        del phone
+        assert [ref() for ref in refs] == [None, None, None], "no reference cycle keeps a call alive"
+    finally:
+        gc.enable()
