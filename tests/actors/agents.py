@@ -60,6 +60,13 @@ class GreeterAdapter(EchoAdapter):
             yield msg
 
 
+class SpeechProbe(TargetAdapter):
+    """Names the speech pool its run handed it (what an audio target would speak and listen with)."""
+
+    async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
+        yield AgentTurn(text=type(self.ctx.speech).__name__, done=True)
+
+
 class FailingAdapter(EchoAdapter):
     """Answers once, then fails like an unreachable agent; the message quotes the auth header."""
 
@@ -140,6 +147,7 @@ def register() -> None:
     targets.add("test-greeter", GreeterAdapter)
     targets.add("test-failing", FailingAdapter)
     targets.add("test-buggy", BuggyAdapter)
+    targets.add("test-speech", SpeechProbe)
     targets.add("test-hanging", HangingAdapter)
     assertions.add("test-last-reply", last_reply_evaluator)
 

@@ -168,3 +168,22 @@ async def test_a_run_that_cannot_start_fails_alone(worker: RunWorker) -> None:
         for key, kind, data in await asyncio.wait_for(worker.exchange([]), 10):
             done[key] = read_outcome(kind, data)
     assert done["good"].transcript.agent_turns()[0].text == "You said: hi"
+
+
+async def test_the_runs_of_a_worker_use_the_speech_pool_it_was_given() -> None:
+    from tamesu.actors.pools import LocalSpeechPool
+
+    class ClusterPool(LocalSpeechPool):
+        """Stands in for the client of a speech pool on other nodes."""
+
+    w = RunWorker(speech=ClusterPool())
+    try:
+        out = await w.run(make_spec(type="test-speech"))
+    finally:
+        await w.aclose()
+    assert out.error is None and out.transcript.turns[-1].text == "ClusterPool"
+    local = RunWorker()
+    try:
+        assert (await local.run(make_spec(type="test-speech"))).transcript.turns[-1].text == "LocalSpeechPool"
+    finally:
+        await local.aclose()
