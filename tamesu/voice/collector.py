@@ -7,15 +7,17 @@ more on a busy one, during which no call gets its frame; the pump then needs sev
 catch up, so one collection makes dozens of late frames. While a pump ticks, automatic
 collection is off and the pump collects in the slack right after a tick instead: the young
 generations when their small, fixed thresholds are passed (each step a few thousand objects),
-and the old generation only once it has grown by ``old_growth`` objects since the pump took over
-or since its last collection, which happens only when something leaks reference cycles: a call
-that ends frees itself without the collector. When the last pump stops, automatic collection
-comes back. A process that had turned the collector off itself is left as it was.
+and the whole heap only once the process's memory has grown by ``old_growth`` blocks since the
+pump took over or since the last full collection. Calls that end free themselves without the
+collector, so that happens only when something leaks reference cycles, or when the process
+carries far more calls than it did when the pump started. When the last pump stops, automatic
+collection comes back. A process that had turned the collector off itself is left as it was.
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 
 __all__ = ["PacedCollector", "collector"]
@@ -24,11 +26,10 @@ YOUNG = 700
 """Allocations (less deallocations) of tracked objects between two young collections."""
 MIDDLE = 5
 """Young collections per collection of the middle generation."""
-OLD_CHECK = 10
-"""Middle collections between two looks at the old generation's size (a look lists it: ~1 ms)."""
-OLD_GROWTH = 400_000
-"""Objects the old generation may gain before it is collected while calls are in flight (about
-3,500 calls' worth of live objects; a leak of cycles is bounded by it)."""
+OLD_GROWTH = 1_000_000
+"""Memory blocks (``sys.getallocatedblocks``: small objects, about 60 MB) the process may gain
+while calls are in flight before the whole heap is collected: some 5,000 calls' worth of live
+objects (a call holds about 190 blocks), and the bound on a leak of cycles."""
 BACKLOG = 8
 """A young collection waits for slack unless this many thresholds' worth of objects piled up."""
 
@@ -36,17 +37,16 @@ BACKLOG = 8
 class PacedCollector:
     """The process's collector while pumps tick (``hold`` / ``release``) and the pumps' paced steps."""
 
-    def __init__(self, *, old_growth: int = OLD_GROWTH, old_check: int = OLD_CHECK) -> None:
+    def __init__(self, *, old_growth: int = OLD_GROWTH) -> None:
         self.old_growth = old_growth
-        self.old_check = old_check
         self.holders = 0
         self.owned = False
         """Automatic collection was on and this collector turned it off."""
         self.collections = [0, 0, 0]
         self._lock = threading.Lock()
         self._young = 0
-        self._middle = 0
-        self._old_base = 0
+        self._base = 0
+        """Memory blocks at the start, or after the last full collection (the least seen since)."""
 
     def hold(self) -> None:
         """A pump starts ticking: the first one turns automatic collection off (if it was on)."""
@@ -55,8 +55,8 @@ class PacedCollector:
             if self.holders == 1 and gc.isenabled():
                 gc.disable()
                 self.owned = True
-                self._young = self._middle = 0
-                self._old_base = len(gc.get_objects(2))
+                self._young = 0
+                self._base = sys.getallocatedblocks()
 
     def release(self) -> None:
         """A pump stops: the last one turns automatic collection back on (if it turned it off)."""
@@ -78,22 +78,19 @@ class PacedCollector:
         self._young += 1
         if self._young >= MIDDLE:
             self._young = 0
-            generation = 1
-            self._middle += 1
-            if self._middle >= self.old_check:
-                self._middle = 0
-                generation = self._old_due()
+            generation = self._old_due()
         gc.collect(generation)
         self.collections[generation] += 1
         if generation == 2:
-            self._old_base = len(gc.get_objects(2))
+            self._base = sys.getallocatedblocks()
         return generation
 
     def _old_due(self) -> int:
-        size = len(gc.get_objects(2))
-        if size < self._old_base:
-            self._old_base = size  # objects were frozen, or calls ended: count growth from here
-        return 2 if size - self._old_base > self.old_growth else 1
+        """1, or 2 when memory has grown past the bound (counting blocks costs ~0.1 ms)."""
+        blocks = sys.getallocatedblocks()
+        if blocks < self._base:
+            self._base = blocks  # calls ended, or a collection freed memory: count growth from here
+        return 2 if blocks - self._base > self.old_growth else 1
 
 
 collector = PacedCollector()

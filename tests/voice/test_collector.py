@@ -68,7 +68,6 @@ async def test_the_old_generation_is_collected_once_it_grows_past_the_bound(
     collections: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(collector, "old_growth", 20_000)
-    monkeypatch.setattr(collector, "old_check", 1)
     pump = FramePump()
     call = CallAudio(rate=8000, send=lambda b: None)
     pump.attach(call, t0=0.0)
