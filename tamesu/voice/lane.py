@@ -29,17 +29,30 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from tamesu.actors.messages import AgentClear, AgentMark, AudioBatch, AudioFrame, Message, Tick
+from tamesu.actors.messages import (
+    AgentClear,
+    AgentMark,
+    AgentSpeech,
+    AgentTones,
+    AudioBatch,
+    AudioFrame,
+    CallerSpoke,
+    MarksPlayed,
+    Message,
+    Tick,
+)
 
 if TYPE_CHECKING:
     from .recording import CallRecording
     from .speech import Utterance
 
-__all__ = ["FRAME_S", "CallAudio", "FrameEar", "Lane", "LaneKey", "Stage", "rows_of"]
+__all__ = ["FRAME_S", "CallAudio", "CallReport", "FrameEar", "Lane", "LaneKey", "Stage", "rows_of"]
 
 FRAME_S = 0.020
 LaneKey = tuple[int, str, "str | None"]
 """(sample rate, wire encoding, line model) of the calls of a lane."""
+CallReport = CallerSpoke | MarksPlayed | AgentTones | AgentSpeech
+"""What a stage tells one call (``call`` is the call's slot)."""
 
 
 def rows_of(batch: AudioBatch) -> np.ndarray:
@@ -97,7 +110,7 @@ class CallAudio:
         line: str | None = None,
         seed: int = 0,
         send: Callable[[bytes], None],
-        report: Callable[[Message], None] | None = None,
+        report: Callable[[CallReport], None] | None = None,
         noise: Any = None,
         ear: FrameEar | None = None,
         recording: CallRecording | None = None,
@@ -109,7 +122,7 @@ class CallAudio:
         self.line = line
         self.seed = seed
         self.send: Callable[[bytes], None] | None = send
-        self.report = report
+        self.report: Callable[[CallReport], None] | None = report
         self.noise = noise
         """A ``NoiseMixer`` (anything with ``mix(frame)``) applied to the caller's frames before the line."""
         self.ear = ear
@@ -148,8 +161,8 @@ class CallAudio:
     @property
     def buffered(self) -> int:
         """Samples of the agent's audio still to be played."""
-        lane = self.lane
-        return lane.transport.playouts[self.slot].buffered if lane is not None else 0  # type: ignore[union-attr]
+        play = self.lane.transport.playouts[self.slot] if self.lane is not None else None
+        return play.buffered if play is not None else 0
 
     @property
     def buffered_s(self) -> float:
@@ -209,7 +222,7 @@ class Lane:
         self._active_idx = np.zeros(0, dtype=np.int64)
         self.seq = 0
         self._ticking = False
-        self._reports: list[Message] = []
+        self._reports: list[CallReport] = []
         self.caller = CallerStage(self)
         self.line = LineStage(self)
         self.transport = TransportStage(self)
@@ -270,14 +283,14 @@ class Lane:
             for msg in reports:
                 self._hand(msg)
 
-    def report(self, msg: Message) -> None:
+    def report(self, msg: CallReport) -> None:
         """A stage's news about one call (``msg.call``): handed to the call after the tick, or now."""
         if self._ticking:
             self._reports.append(msg)
         else:
             self._hand(msg)
 
-    def _hand(self, msg: Message) -> None:
-        call = self.calls[msg.call]  # type: ignore[union-attr]
+    def _hand(self, msg: CallReport) -> None:
+        call = self.calls[msg.call]
         if call is not None and call.report is not None:
             call.report(msg)

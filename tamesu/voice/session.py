@@ -43,7 +43,7 @@ from tamesu.clock import within
 from tamesu.errors import TamesuError, TargetError
 
 from .caller import Caller
-from .lane import CallAudio
+from .lane import CallAudio, CallReport
 from .line import caller_noise
 from .listener import Listener
 from .pump import FramePump
@@ -206,7 +206,7 @@ class VoiceSession:
 
     # What the stages report about this call (after their tick: record and post, never await).
 
-    def hear(self, msg: Message) -> None:
+    def hear(self, msg: CallReport) -> None:
         if isinstance(msg, AgentSpeech):
             self.conversation.speech(msg.kind, msg.at)
             self._post("vad")
