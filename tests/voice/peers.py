@@ -25,8 +25,8 @@ from aiohttp import WSMsgType, web
 from tamesu.audio.codec import decode, encode, ulaw_decode, ulaw_encode
 from tamesu.audio.dtmf import DtmfDetector, dtmf_tones
 from tamesu.audio.pcm import float_to_int16
-from tamesu.audio.stt import STTCapabilities, STTEngine, Transcription, stt_engines
-from tamesu.audio.tts import Audio, TTSCapabilities, TTSEngine, tts_engines
+from tamesu.audio.stt import STTCapabilities, STTEngine, Transcription
+from tamesu.audio.tts import Audio, TTSCapabilities, TTSEngine
 from tamesu.clock import MonotonicClock
 from tamesu.http import make_client
 from tamesu.secrets import Redactor
@@ -80,6 +80,14 @@ class CountingSTT(STTEngine):
 
 
 def register_engines() -> None:
+    """Register the test engines (in this process, a Ray worker or a speech pool replica).
+
+    The registries are imported here: pickled by value for Ray, a module-level registry would
+    travel as a copy instead of naming the process's own.
+    """
+    from tamesu.audio.stt import stt_engines
+    from tamesu.audio.tts import tts_engines
+
     tts_engines.add("test-vowel", VowelTTS)
     stt_engines.add("test-stt", CountingSTT)
 
