@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
 import numpy as np
 
 from tamesu.actors.messages import (
@@ -131,6 +132,8 @@ class CallAudio:
         self.line_latency = 0.0
         self.lane: Lane | None = None
         self.slot = -1
+        self.early: list[AudioFrame | AgentMark | AgentClear] = []
+        """What the agent sent before the call joined its lane (it is played once the call has)."""
         self._frames = 0
 
     @property
@@ -180,21 +183,24 @@ class CallAudio:
 
     def play(self, samples: np.ndarray, *, seq: int = 0, at: float = 0.0) -> None:
         """The agent's audio (int16 at the call's rate) to be played after what is queued."""
-        if self.lane is not None and len(samples):
+        if len(samples):
             pcm = np.asarray(samples, dtype="<i2").tobytes()
-            frame = AudioFrame(
-                seq=seq, pcm=pcm, sample_rate=self.rate, channel="agent", call=self.slot, at=at
+            self._transport(
+                AudioFrame(seq=seq, pcm=pcm, sample_rate=self.rate, channel="agent", call=self.slot, at=at)
             )
-            self.lane.transport.deliver(frame)
 
     def mark(self, name: str, *, at: float = 0.0) -> None:
-        if self.lane is not None:
-            self.lane.transport.deliver(AgentMark(call=self.slot, name=name, at=at))
+        self._transport(AgentMark(call=self.slot, name=name, at=at))
 
     def clear(self, *, at: float = 0.0) -> None:
         """Drop the agent's queued audio; its pending marks are reported played."""
+        self._transport(AgentClear(call=self.slot, at=at))
+
+    def _transport(self, msg: AudioFrame | AgentMark | AgentClear) -> None:
         if self.lane is not None:
-            self.lane.transport.deliver(AgentClear(call=self.slot, at=at))
+            self.lane.transport.deliver(msg)
+        elif self.send is not None:
+            self.early.append(msg)
 
 
 class Lane:
@@ -248,6 +254,9 @@ class Lane:
         call.line_latency = self.line.latency
         for stage in self.stages:
             stage.attach(slot, call)
+        early, call.early = call.early, []
+        for msg in early:
+            self.transport.deliver(msgspec.structs.replace(msg, call=slot))
 
     def detach(self, call: CallAudio) -> None:
         slot = call.slot

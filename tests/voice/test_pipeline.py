@@ -214,6 +214,21 @@ class _Ear:
         return ""
 
 
+async def test_audio_the_agent_sent_before_the_call_joined_its_lane_is_played() -> None:
+    pump = FramePump(ticker=False)
+    reports: list[Message] = []
+    ear = _Ear()
+    call = CallAudio(rate=16000, send=lambda b: None, report=reports.append, ear=ear)
+    call.play(vowel(0.1, 16000))
+    call.mark("greeting")
+    pump.attach(call, t0=0.0)
+    for _ in range(6):
+        pump.tick()
+    played = np.concatenate(ear.frames)
+    assert np.array_equal(played[:1600], vowel(0.1, 16000)) and not played[1600:].any()
+    assert [m.names for m in reports if isinstance(m, MarksPlayed)] == [["greeting"]]
+
+
 async def test_a_clear_drops_the_queued_audio_and_every_pending_mark_is_played() -> None:
     pump = FramePump(ticker=False)
     reports: list[Message] = []
