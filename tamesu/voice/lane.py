@@ -16,8 +16,8 @@ hands it to that call once the tick is done; what a call tells its stages betwee
 agent's audio as ``AudioFrame``, ``AgentMark``, ``AgentClear``) goes to the transport stage.
 
 A stage handles a message at once, in the ticker's task: a frame cannot wait for a task switch.
-With ``boundary`` every message is encoded and decoded on its way into a stage, as if each stage
-sat in another process (the tests use it, so that the stages stay honest about what they share).
+With ``boundary`` every message is encoded and decoded on its way into a stage (and to a call), as
+if each stage sat in another process (the tests use it, so that the stages stay honest about what they share).
 The heavy engines are not stages of a lane: TTS and STT are shared pools (``tamesu.actors.pools``)
 that the calls reach through the run's services.
 """
@@ -302,4 +302,4 @@ class Lane:
     def _hand(self, msg: CallReport) -> None:
         call = self.calls[msg.call]
         if call is not None and call.report is not None:
-            call.report(msg)
+            call.report(msg if self.boundary is None else self.boundary(msg))  # type: ignore[arg-type]
