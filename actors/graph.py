@@ -401,6 +401,8 @@ class RunGraph:
             from tamesu.redteam.detectors import run_detectors
 
             results += await run_detectors(attack, ctx)
+        if self.adapter is not None:
+            results += self.adapter.results()
         return results
 
     async def _assert(self, named: NamedAssertion, ctx: AssertionContext) -> AssertionResult:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from tamesu.actors.messages import Message, UserTurn
     from tamesu.actors.pools import SpeechPool
+    from tamesu.assertions.base import AssertionResult
     from tamesu.clock import Clock
     from tamesu.config.target import Target as TargetConfig
     from tamesu.models.router import ModelRouter
@@ -97,6 +98,11 @@ class TargetAdapter(ABC):
 
     async def stop(self) -> None:  # noqa: B027  (optional hook)
         """Close connections; must not raise."""
+
+    def results(self) -> list[AssertionResult]:
+        """Checks the target made itself during the run (a browser test's assert steps), graded
+        with the test's assertions."""
+        return []
 
     def redacted(self, exc: TargetError) -> TargetError:
         """The same error with every secret value of the run masked in its message."""

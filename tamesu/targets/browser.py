@@ -1,0 +1,190 @@
+"""The ``browser`` target: a web page driven in Chromium as a user would.
+
+A run opens a fresh context (its own cookies and storage, the suite's viewport, locale, saved sign-in
+and mocks) in the process's shared Chromium and loads ``url``. The agent speaks first: that first
+turn runs the test's ``steps`` (each an event; a failed check ends the session and fails the run)
+and reads the chat widget's greeting, if the page has one. Each user turn after it is typed into the
+page's chat widget and the agent's answer read back from it (``browser_chat``), so a persona, a
+script, judges and every text assertion work on a web chat as on any other target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from tamesu.actors.messages import AgentTurn, Event, Message, UserTurn
+from tamesu.errors import TargetError
+from tamesu.targets.base import TargetAdapter, target, turn_text
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page
+
+    from tamesu.assertions.base import AssertionResult
+    from tamesu.config.target import Target as TargetConfig
+    from tamesu.targets.base import TargetContext
+    from tamesu.targets.browser_chat import ChatWidget
+    from tamesu.targets.browser_session import Gate
+    from tamesu.targets.browser_steps import StepRunner
+
+__all__ = ["BrowserTarget"]
+
+LOAD_TIMEOUT = 30.0
+"""Seconds the first page may take to load."""
+
+
+@target("browser")
+class BrowserTarget(TargetAdapter):
+    """One run's page in its own browser context; see the module docstring."""
+
+    agent_speaks_first = True
+
+    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+        super().__init__(config, ctx)
+        self.url = ""
+        self.context: BrowserContext | None = None
+        self.page: Page | None = None
+        self.gate: Gate | None = None
+        self.chat: ChatWidget | None = None
+        self.runner: StepRunner | None = None
+        self._results: list[AssertionResult] = []
+        self._notes_sent = 0
+
+    def _steps(self) -> list[Any]:
+        test = getattr(self.ctx.extra.get("spec"), "test", None)
+        return list(getattr(test, "steps", None) or [])
+
+    async def start(self) -> None:
+        """A new context with the target's options and the gate on every request, then the page."""
+        from tamesu.config.target import BrowserOptions
+        from tamesu.targets.browser_chat import ChatWidget
+        from tamesu.targets.browser_session import Gate, domain_allowed, shared_browser
+        from tamesu.targets.browser_steps import StepRunner
+        from tamesu.templates import render_url
+
+        config, scope = self.config, self.ctx.scope
+        scope.set("session", self.ctx.session)
+        if not config.url:
+            raise TargetError("a browser target needs url", retryable=False, kind="config")
+        self.url = render_url(config.url, scope)
+        host = urlsplit(self.url).hostname or ""
+        domains = list(config.allowed_domains or [host])
+        if not domain_allowed(self.url, domains):
+            raise TargetError(
+                f"the url's domain {host} is not in allowed_domains ({', '.join(domains)})",
+                retryable=False,
+                kind="config",
+            )
+        options = config.browser or BrowserOptions()
+        kwargs: dict[str, Any] = {"service_workers": "block"}
+        if options.viewport:
+            width, height = options.viewport.split("x")
+            kwargs["viewport"] = {"width": int(width), "height": int(height)}
+        if options.locale:
+            kwargs["locale"] = options.locale
+        if config.auth is not None and config.auth.storage_state:
+            kwargs["storage_state"] = str(self._suite_file(config.auth.storage_state))
+        browser = await shared_browser()
+        self.context = await browser.new_context(**kwargs)
+        try:
+            self.gate = Gate(domains, mocks=list(options.mocks))
+            await self.gate.attach(self.context)
+            self.page = await self.context.new_page()
+            await self._load()
+        except BaseException:
+            await self.stop()
+            raise
+        self.chat = ChatWidget(self.page, max_chars=self.ctx.limits.turn_text)
+        self.runner = StepRunner(
+            self.page, self.gate, scope, self.url, shots_dir=self._shots_dir(), results=self._results
+        )
+
+    def _suite_file(self, name: str) -> Path:
+        path = Path(name)
+        path = path if path.is_absolute() else Path(self.ctx.suite_dir) / path
+        if not path.is_file():
+            raise TargetError(f"auth.storage_state: no file {path}", retryable=False, kind="config")
+        return path
+
+    def _shots_dir(self) -> Path | None:
+        output = self.ctx.extra.get("output_dir")
+        if not output:
+            return None
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.ctx.run_id)[:120]
+        return Path(output) / "screenshots" / safe
+
+    async def _load(self) -> None:
+        from playwright.async_api import Error as PlaywrightError
+
+        assert self.page is not None
+        try:
+            response = await self.page.goto(self.url, timeout=LOAD_TIMEOUT * 1000)
+        except PlaywrightError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise self.redacted(TargetError(f"the page {self.url} did not load: {first}")) from None
+        if response is not None and response.status >= 500:
+            raise self.redacted(TargetError(f"the page {self.url} answered {response.status}"))
+
+    async def stop(self) -> None:
+        context, self.context = self.context, None
+        self.page = None
+        if context is not None:
+            try:
+                await context.close()
+            except Exception:
+                pass
+
+    def results(self) -> list[AssertionResult]:
+        return list(self._results)
+
+    def _notes(self) -> list[Event]:
+        """What the gate blocked or mocked since the last turn, as events."""
+        if self.gate is None:
+            return []
+        fresh = self.gate.notes[self._notes_sent :]
+        self._notes_sent = len(self.gate.notes)
+        now = self.ctx.clock.now()
+        return [Event(name=name, data=data, at=now) for name, data in fresh]
+
+    async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
+        from playwright.async_api import Error as PlaywrightError
+
+        from tamesu.targets.browser_steps import StepFailed
+
+        assert self.page is not None and self.chat is not None and self.runner is not None
+        clock = self.ctx.clock
+        if user is None:
+            for index, step in enumerate(self._steps()):
+                try:
+                    event = await self.runner.run(index, step)
+                except StepFailed as failed:
+                    for note in self._notes():
+                        yield note
+                    yield Event(name="browser_step", data=failed.event, at=clock.now())
+                    yield AgentTurn(text="", done=True, at=clock.now())
+                    return
+                except PlaywrightError as exc:
+                    raise self.redacted(
+                        TargetError(f"the browser failed during step {index + 1}: {exc}")
+                    ) from None
+                for note in self._notes():
+                    yield note
+                yield Event(name="browser_step", data=event, at=clock.now())
+            try:
+                greeting = await self.chat.messages()
+            except PlaywrightError:
+                greeting = []
+            yield AgentTurn(text="\n".join(greeting), at=clock.now())
+            return
+        text = turn_text(user, "browser")
+        try:
+            answer = await self.chat.say(text, timeout=self.ctx.turn_timeout)
+        except PlaywrightError as exc:
+            raise self.redacted(TargetError(f"the chat widget at {self.page.url} failed: {exc}")) from None
+        except TargetError as exc:
+            raise self.redacted(exc) from None
+        for note in self._notes():
+            yield note
+        yield AgentTurn(text="\n".join(answer), at=clock.now())

@@ -1,0 +1,188 @@
+"""One Chromium per process, a fresh context per run, and the rules every request of a run obeys.
+
+Starting Chromium takes about a second and a hundred megabytes; a context takes milliseconds. So
+the browser is started lazily, once per event loop, and shared by every run of the process, while
+each run gets its own context (cookies, storage, routes) that nothing else sees.
+
+Every request of a context, navigations included, passes ``Gate``: a host outside the allowed
+domains is aborted (and noted), a request a mock matches is answered by tamesu, and the rest go to
+the network. Service workers are blocked, so no request escapes the gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from tamesu.errors import MissingExtraError, TargetError
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Playwright, Route
+
+    from tamesu.config.target import BrowserMock
+
+__all__ = [
+    "CHROMIUM_PATHS",
+    "Gate",
+    "close_shared_browsers",
+    "domain_allowed",
+    "shared_browser",
+    "url_matches",
+]
+
+CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+"""Where Debian and friends put Chromium; ``TAMESU_CHROMIUM`` names another."""
+MAX_NOTES = 200
+"""The most blocked or mocked requests one run notes in its transcript."""
+
+
+@dataclass
+class _Shared:
+    playwright: Playwright
+    browser: Browser
+
+
+_browsers: dict[asyncio.AbstractEventLoop, _Shared] = {}
+_locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+
+
+def chromium_path() -> str:
+    """The Chromium executable to launch; never a downloaded one."""
+    named = os.environ.get("TAMESU_CHROMIUM")
+    if named:
+        return named
+    for path in (*CHROMIUM_PATHS, shutil.which("chromium") or ""):
+        if path and os.path.exists(path):
+            return path
+    raise MissingExtraError("Chromium (for browser targets)", debian="chromium")
+
+
+async def shared_browser() -> Browser:
+    """This event loop's Chromium, started on first use (a crashed one is started again)."""
+    loop = asyncio.get_running_loop()
+    lock = _locks.setdefault(loop, asyncio.Lock())
+    async with lock:
+        shared = _browsers.get(loop)
+        if shared is not None and shared.browser.is_connected():
+            return shared.browser
+        try:
+            from playwright.async_api import async_playwright
+        except ImportError:
+            raise MissingExtraError("Playwright (for browser targets)", extra="browser") from None
+        executable = chromium_path()
+        playwright = await async_playwright().start()
+        try:
+            browser = await playwright.chromium.launch(
+                executable_path=executable, args=["--no-sandbox", "--disable-dev-shm-usage"]
+            )
+        except Exception as exc:
+            await playwright.stop()
+            raise TargetError(f"Chromium at {executable} did not start: {exc}", retryable=False) from None
+        _browsers[loop] = _Shared(playwright, browser)
+        return browser
+
+
+async def close_shared_browsers() -> None:
+    """Close this event loop's Chromium (tests and the end of a run; a later run starts another)."""
+    loop = asyncio.get_running_loop()
+    shared = _browsers.pop(loop, None)
+    _locks.pop(loop, None)
+    if shared is not None:
+        try:
+            await shared.browser.close()
+        finally:
+            await shared.playwright.stop()
+
+
+def domain_allowed(url: str, domains: list[str]) -> bool:
+    """Whether a request may go out: a page's own data and blob URLs always, an http(s) or ws(s)
+    URL when its host is one of the domains or under one."""
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "blob", "about"):
+        return True
+    host = (parts.hostname or "").lower().rstrip(".")
+    for domain in domains:
+        domain = domain.lower().strip().rstrip(".")
+        if host == domain or host.endswith("." + domain):
+            return True
+    return False
+
+
+@lru_cache(maxsize=256)
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A URL glob as a regex: ``**`` crosses slashes, ``*`` stops at one; the rest is literal."""
+    out = []
+    for i, part in enumerate(pattern.split("**")):
+        if i:
+            out.append(".*")
+        out.append("[^/]*".join(re.escape(p) for p in part.split("*")))
+    return re.compile("^" + "".join(out) + "$")
+
+
+def url_matches(pattern: str, url: str) -> bool:
+    """A pattern with ``*`` is a glob on the full URL; any other is a substring of it."""
+    if "*" in pattern:
+        return _glob(pattern).match(url) is not None
+    return pattern in url
+
+
+@dataclass
+class Gate:
+    """The route handler of one run's context: allowed domains first, then the mocks (the latest
+    added wins), then the network. What it blocked or answered is kept in ``notes``."""
+
+    domains: list[str]
+    mocks: list[BrowserMock] = field(default_factory=list)
+    notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    blocked: int = 0
+
+    def note(self, name: str, data: dict[str, Any]) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append((name, data))
+
+    async def handle(self, route: Route) -> None:
+        request = route.request
+        url = request.url
+        try:
+            if not domain_allowed(url, self.domains):
+                self.blocked += 1
+                self.note("browser_blocked", {"url": url[:500], "method": request.method})
+                await route.abort("blockedbyclient")
+                return
+            for mock in reversed(self.mocks):
+                if (mock.method is None or mock.method == request.method) and url_matches(mock.url, url):
+                    self.note(
+                        "browser_mocked", {"url": url[:500], "method": request.method, "pattern": mock.url}
+                    )
+                    await _answer(route, mock)
+                    return
+            await route.continue_()
+        except Exception:
+            # the page went away while the request waited (a closed context): nothing to answer
+            return
+
+    async def attach(self, context: BrowserContext) -> None:
+        await context.route("**/*", self.handle)
+
+
+async def _answer(route: Route, mock: BrowserMock) -> None:
+    if mock.delay_ms:
+        await asyncio.sleep(mock.delay_ms / 1000)
+    if mock.abort:
+        await route.abort("failed")
+        return
+    headers = {str(k): str(v) for k, v in (mock.headers or {}).items()}
+    if isinstance(mock.body, str) or mock.body is None:
+        body = mock.body or ""
+    else:
+        body = json.dumps(mock.body)
+        if not any(k.lower() == "content-type" for k in headers):
+            headers["Content-Type"] = "application/json"
+    await route.fulfill(status=mock.status, headers=headers, body=body)

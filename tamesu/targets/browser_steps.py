@@ -1,0 +1,244 @@
+"""The deterministic steps of a browser test, each one an event in the transcript.
+
+A step does one thing to the page (navigate, click, fill, press, wait, screenshot, eval_js, mock)
+or checks one thing about it (assert_url, assert_text). A check that does not hold, and an action
+the page does not allow (no such element, a navigation outside the allowed domains), is a failed
+assertion of the run: the page under test misbehaved, tamesu did not. The steps stop at the first
+failure, since the ones after it assume a page that is not there.
+
+The element of a step (``ref``) is a Playwright selector: CSS (``#email``), ``text=Sign in`` or
+``role=button[name="Add to cart"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+
+from tamesu.durations import parse_duration
+from tamesu.errors import TargetError
+from tamesu.targets.browser_session import Gate, domain_allowed, url_matches
+from tamesu.templates import render
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
+    from tamesu.assertions.base import AssertionResult
+    from tamesu.templates import Scope
+
+__all__ = ["ACTION_TIMEOUT", "ASSERT_WAIT", "StepFailed", "StepRunner", "unsupported_step"]
+
+ACTION_TIMEOUT = 10.0
+"""Seconds an action waits for its element to be there and ready."""
+ASSERT_WAIT = 5.0
+"""Seconds assert_url and assert_text wait for the page to come to the expected state."""
+CHECKS = ("assert_url", "assert_text")
+_NOT_YET = {
+    "a11y": "the a11y action (axe-core checks)",
+    "visual": "the visual action (screenshot baselines)",
+}
+
+
+class StepFailed(Exception):
+    """The page did not do what the step needed; a failed assertion, not an infrastructure error."""
+
+    def __init__(self, message: str, *, expected: Any = None, actual: Any = None) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
+        self.event: dict[str, Any] = {}
+        """The step's event, once the runner has made it."""
+
+
+def unsupported_step(step: Any) -> str | None:
+    """Why this version cannot run a step (an agentic one, a11y, visual); None when it can."""
+    if step.goal is not None:
+        return "goal steps (the browser agent) are not implemented in this version of tamesu"
+    if step.expect is not None:
+        return "expect steps (a judged check of the page) are not implemented in this version of tamesu"
+    name = next(iter(step.action or {}), "")
+    if name in _NOT_YET:
+        return f"{_NOT_YET[name]} is not implemented in this version of tamesu"
+    return None
+
+
+@dataclass
+class StepRunner:
+    """Runs the steps of one run on its page."""
+
+    page: Page
+    gate: Gate
+    scope: Scope
+    base_url: str
+    shots_dir: Path | None = None
+    results: list[AssertionResult] = field(default_factory=list)
+    shots: int = 0
+
+    async def run(self, index: int, step: Any) -> dict[str, Any]:
+        """Do one step; returns its event. A failed step adds a failed result and raises StepFailed."""
+        from tamesu.assertions.base import AssertionResult
+
+        why = unsupported_step(step)
+        if why is not None:
+            raise TargetError(why, retryable=False, kind="config")
+        name, raw = next(iter(step.action.items()))
+        arg = render(raw, self.scope)
+        event: dict[str, Any] = {"step": index, "action": name}
+        try:
+            event.update(await getattr(self, "_" + name)(arg) or {})
+        except StepFailed as exc:
+            event.update(passed=False, message=str(exc))
+            exc.event = event
+            self.results.append(
+                AssertionResult(
+                    name=f"steps[{index}].{name}",
+                    kind=name if name in CHECKS else "step",
+                    passed=False,
+                    expected=exc.expected,
+                    actual=exc.actual,
+                    message=f"step {index + 1} ({name}): {exc}",
+                )
+            )
+            raise
+        event["passed"] = True
+        if name in CHECKS:
+            self.results.append(
+                AssertionResult(
+                    name=f"steps[{index}].{name}", kind=name, passed=True, expected=event.get("expected")
+                )
+            )
+        return event
+
+    def _ref(self, arg: Any, key: str = "ref") -> str:
+        ref = arg.get(key) if isinstance(arg, dict) else arg
+        if not isinstance(ref, str) or not ref:
+            raise TargetError(f"this step needs an element selector ({key})", retryable=False, kind="config")
+        return ref
+
+    async def _act(self, what: str, coro: Any) -> None:
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            await coro
+        except PlaywrightError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StepFailed(f"{what}: {first}") from None
+
+    async def _navigate(self, arg: Any) -> dict[str, Any]:
+        url = urljoin(self.base_url, str(arg.get("url") if isinstance(arg, dict) else arg))
+        if not domain_allowed(url, self.gate.domains):
+            raise StepFailed(f"{url} is outside the allowed domains ({', '.join(self.gate.domains)})")
+        await self._act(f"navigate to {url}", self.page.goto(url, timeout=ACTION_TIMEOUT * 1000))
+        return {"url": url}
+
+    async def _click(self, arg: Any) -> dict[str, Any]:
+        ref = self._ref(arg)
+        await self._act(f"click {ref}", self.page.locator(ref).first.click(timeout=ACTION_TIMEOUT * 1000))
+        return {"ref": ref}
+
+    async def _fill(self, arg: Any) -> dict[str, Any]:
+        ref = self._ref(arg)
+        text = str(arg.get("text", "")) if isinstance(arg, dict) else ""
+        await self._act(f"fill {ref}", self.page.locator(ref).first.fill(text, timeout=ACTION_TIMEOUT * 1000))
+        return {"ref": ref, "chars": len(text)}
+
+    async def _press(self, arg: Any) -> dict[str, Any]:
+        key = str(arg.get("key") if isinstance(arg, dict) else arg)
+        ref = arg.get("ref") if isinstance(arg, dict) else None
+        if ref:
+            await self._act(
+                f"press {key}", self.page.locator(ref).first.press(key, timeout=ACTION_TIMEOUT * 1000)
+            )
+        else:
+            await self._act(f"press {key}", self.page.keyboard.press(key))
+        return {"key": key, **({"ref": ref} if ref else {})}
+
+    async def _wait(self, arg: Any) -> dict[str, Any]:
+        """A duration (``2s``) waits that long; a selector waits for the element to be visible."""
+        if isinstance(arg, (int, float)) or (
+            isinstance(arg, str) and re.fullmatch(r"[0-9.]+\s*(ms|s|m)?", arg)
+        ):
+            seconds = parse_duration(arg)
+            await self.page.wait_for_timeout(seconds * 1000)
+            return {"seconds": seconds}
+        ref = self._ref(arg)
+        await self._act(
+            f"wait for {ref}",
+            self.page.locator(ref).first.wait_for(state="visible", timeout=ACTION_TIMEOUT * 1000),
+        )
+        return {"ref": ref}
+
+    async def _screenshot(self, arg: Any) -> dict[str, Any]:
+        self.shots += 1
+        name = str((arg.get("name") if isinstance(arg, dict) else arg) or f"step-{self.shots}")
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80] or f"step-{self.shots}"
+        full = bool(arg.get("full_page")) if isinstance(arg, dict) else False
+        data = await self.page.screenshot(full_page=full)
+        if self.shots_dir is None:
+            return {"name": name, "bytes": len(data)}
+        self.shots_dir.mkdir(parents=True, exist_ok=True)
+        path = self.shots_dir / f"{name}.png"
+        path.write_bytes(data)
+        return {"name": name, "path": str(path), "bytes": len(data)}
+
+    async def _eval_js(self, arg: Any) -> dict[str, Any]:
+        from playwright.async_api import Error as PlaywrightError
+
+        script = str(arg.get("script") if isinstance(arg, dict) else arg)
+        try:
+            value = await self.page.evaluate(script)
+        except PlaywrightError as exc:
+            raise StepFailed(f"the script threw: {str(exc).strip().splitlines()[0][:300]}") from None
+        text = json.dumps(value, default=str)
+        return {"result": value if len(text) <= 2000 else text[:2000]}
+
+    async def _mock(self, arg: Any) -> dict[str, Any]:
+        from pydantic import ValidationError
+
+        from tamesu.config.target import BrowserMock
+
+        try:
+            mock = BrowserMock.model_validate(arg)
+        except ValidationError as exc:
+            raise TargetError(
+                f"a mock step is not a valid mock: {exc.errors()[0]['msg']}", retryable=False, kind="config"
+            ) from None
+        self.gate.mocks.append(mock)
+        return {"url": mock.url}
+
+    async def _assert_url(self, arg: Any) -> dict[str, Any]:
+        pattern = str(arg.get("url") if isinstance(arg, dict) else arg)
+        page = self.page
+        try:
+            await page.wait_for_url(lambda url: url_matches(pattern, url), timeout=ASSERT_WAIT * 1000)
+        except Exception:
+            raise StepFailed(
+                f"the page is at {page.url}, not {pattern}", expected=pattern, actual=page.url
+            ) from None
+        return {"expected": pattern, "actual": page.url}
+
+    async def _assert_text(self, arg: Any) -> dict[str, Any]:
+        """The text is on the page (or in the ``ref`` element), waiting for it up to ASSERT_WAIT."""
+        text = str(arg.get("text") if isinstance(arg, dict) else arg)
+        ref = (arg.get("ref") if isinstance(arg, dict) else None) or "body"
+        where = self.page.locator(ref).first
+        from playwright.async_api import expect
+
+        try:
+            await expect(where).to_contain_text(text, timeout=ASSERT_WAIT * 1000)
+        except Exception:
+            actual = ""
+            try:
+                actual = (await where.inner_text(timeout=1000))[:500]
+            except Exception:
+                actual = f"(no element {ref})"
+            raise StepFailed(
+                f"{text!r} is not on the page" + ("" if ref == "body" else f" in {ref}"),
+                expected=text,
+                actual=actual,
+            ) from None
+        return {"expected": text, **({"ref": ref} if ref != "body" else {})}

@@ -1,0 +1,289 @@
+"""The browser target in Chromium against a web shop on loopback: the context's options, the gate
+on every request, deterministic steps, and a chat widget talking to the demo agent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytest.importorskip("playwright.async_api", reason="pip install 'tamesu[browser]'")
+
+from playwright.async_api import Error as PlaywrightError
+
+from tamesu.actors.messages import AgentTurn, Event, Message, UserTurn
+from tamesu.config.suite import Step
+from tamesu.config.target import Target
+from tamesu.errors import TargetError
+from tamesu.targets import browser_steps
+from tamesu.targets.browser import BrowserTarget
+from tamesu.targets.browser_session import chromium_path, close_shared_browsers
+from tamesu.testing.web_shop import WebShop, serve_web_shop
+
+from .conftest import Harness, Serve, load_demo_agent
+
+try:
+    chromium_path()
+except Exception:
+    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def shop(serve: Serve) -> AsyncIterator[tuple[WebShop, str]]:
+    agent = await serve(load_demo_agent().create_app())
+    shop = WebShop(agent)
+    async with serve_web_shop(shop=shop) as url:
+        yield shop, url
+    await close_shared_browsers()
+
+
+class Page:
+    """One browser target built from a config and steps, with its turns' messages."""
+
+    def __init__(
+        self, harness: Harness, config: dict[str, Any], steps: list[dict[str, Any]], out: Path
+    ) -> None:
+        ctx = harness.context(turn_timeout=10.0)
+        ctx.suite_dir = str(out)
+        ctx.extra = {
+            "spec": SimpleNamespace(test=SimpleNamespace(steps=[Step.model_validate(s) for s in steps])),
+            "output_dir": str(out),
+        }
+        self.adapter = BrowserTarget(Target.model_validate({"type": "browser", **config}), ctx)
+        harness.started.append(self.adapter)
+
+    async def open(self) -> list[Message]:
+        await self.adapter.start()
+        return await self.say(None)
+
+    async def say(self, text: str | None) -> list[Message]:
+        out = [m async for m in self.adapter.turn(None if text is None else UserTurn(text=text))]
+        assert isinstance(out[-1], AgentTurn) and sum(isinstance(m, AgentTurn) for m in out) == 1
+        return out
+
+
+def steps_of(messages: list[Message]) -> list[dict[str, Any]]:
+    return [m.data for m in messages if isinstance(m, Event) and m.name == "browser_step"]
+
+
+async def test_the_chat_widget_is_a_conversation_with_the_demo_agent(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+    page = Page(harness, {"url": url}, [{"action": {"click": "#open-chat"}}], tmp_path)
+    greeting = await page.open()
+    assert greeting[-1].text == "Hi! I'm the Mochi Shoes assistant."
+    answer = await page.say("Can I return shoes I bought 40 days ago?")
+    assert answer[-1].text == (
+        "I'm sorry, returns are accepted within 30 days of delivery, so a return after 40 days is not possible."
+    )
+    second = await page.say("Where is ORD-1234?")
+    assert second[-1].text.startswith("Your order ORD-1234 is ")
+
+
+async def test_a_page_without_a_chat_input_is_an_error_that_says_how_to_open_the_widget(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+    page = Page(harness, {"url": f"{url}/account"}, [], tmp_path)
+    await page.open()
+    with pytest.raises(TargetError, match="no chat input"):
+        await page.say("hello")
+
+
+async def test_deterministic_steps_fill_a_form_and_check_the_page(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+    steps = [
+        {"action": {"fill": {"ref": "#email", "text": "marta@example.com"}}},
+        {"action": {"click": "#subscribe"}},
+        {"action": {"assert_text": {"ref": "#thanks", "text": "Thanks, marta@example.com"}}},
+        {"action": {"screenshot": "after subscribing"}},
+        {"action": {"eval_js": "document.title"}},
+        {"action": {"press": {"ref": "#email", "key": "Tab"}}},
+        {"action": {"wait": "#account"}},
+        {"action": {"click": "#account"}},
+        {"action": {"assert_url": "**/account"}},
+        {"action": {"navigate": "/"}},
+        {"action": {"assert_url": "/"}},
+    ]
+    page = Page(harness, {"url": url}, steps, tmp_path)
+    events = steps_of(await page.open())
+    assert [e["action"] for e in events] == [next(iter(s["action"])) for s in steps]
+    assert all(e["passed"] for e in events)
+    assert events[4]["result"] == "Mochi Shoes"
+    shot = Path(events[3]["path"])
+    assert shot.name == "after_subscribing.png" and shot.read_bytes()[:4] == b"\x89PNG"
+    results = page.adapter.results()
+    assert [(r.kind, r.passed) for r in results] == [
+        ("assert_text", True),
+        ("assert_url", True),
+        ("assert_url", True),
+    ]
+
+
+async def test_a_failed_check_is_a_failed_assertion_and_ends_the_steps(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(browser_steps, "ASSERT_WAIT", 0.3)
+    _, url = shop
+    steps = [
+        {"action": {"assert_text": "Out of stock"}},
+        {"action": {"click": "#subscribe"}},
+    ]
+    page = Page(harness, {"url": url}, steps, tmp_path)
+    out = await page.open()
+    assert [e["passed"] for e in steps_of(out)] == [False]
+    assert out[-1].done
+    [result] = page.adapter.results()
+    assert not result.passed and not result.error
+    assert result.message == "step 1 (assert_text): 'Out of stock' is not on the page"
+    assert "Stock of blue sneakers" in result.actual
+
+
+async def test_a_click_on_a_missing_element_fails_the_step(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(browser_steps, "ACTION_TIMEOUT", 0.3)
+    _, url = shop
+    page = Page(harness, {"url": url}, [{"action": {"click": "#no-such-button"}}], tmp_path)
+    await page.open()
+    [result] = page.adapter.results()
+    assert not result.passed and result.kind == "step" and "click #no-such-button" in result.message
+
+
+async def test_mocks_answer_from_the_first_page_and_the_mock_step_adds_more(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    web, url = shop
+    config = {
+        "url": url,
+        "browser": {"mocks": [{"url": "**/api/stock*", "method": "GET", "body": {"stock": 0}}]},
+    }
+    steps = [
+        {"action": {"assert_text": {"ref": "#stock", "text": "0"}}},
+        {"action": {"mock": {"url": "/api/stock", "abort": True}}},
+        {"action": {"navigate": "/"}},
+        {"action": {"assert_text": {"ref": "#stock", "text": "unavailable"}}},
+        {
+            "action": {
+                "mock": {
+                    "url": "/api/stock",
+                    "status": 200,
+                    "body": '{"stock": 7}',
+                    "delay_ms": 50,
+                    "headers": {"Content-Type": "application/json"},
+                }
+            }
+        },
+        {"action": {"navigate": "/"}},
+        {"action": {"assert_text": {"ref": "#stock", "text": "7"}}},
+    ]
+    page = Page(harness, config, steps, tmp_path)
+    out = await page.open()
+    assert all(e["passed"] for e in steps_of(out)), steps_of(out)
+    assert not any("/api/stock" in r for r in web.requests)
+    mocked = [m.data for m in out if isinstance(m, Event) and m.name == "browser_mocked"]
+    assert [m["pattern"] for m in mocked] == ["**/api/stock*", "/api/stock", "/api/stock"]
+
+
+async def test_requests_and_navigations_outside_the_allowed_domains_never_leave_the_browser(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    web, url = shop
+    other = url.replace("127.0.0.1", "localhost")
+    steps = [
+        {"action": {"eval_js": f"fetch('{other}/api/stock').then(() => 'reached', () => 'blocked')"}},
+        {"action": {"navigate": f"{other}/"}},
+    ]
+    page = Page(harness, {"url": url}, steps, tmp_path)
+    out = await page.open()
+    events = steps_of(out)
+    assert events[0]["result"] == "blocked"
+    assert [e["passed"] for e in events] == [True, False]
+    assert "outside the allowed domains" in events[1]["message"]
+    assert page.adapter.page is not None
+    with pytest.raises(PlaywrightError, match="ERR_BLOCKED_BY_CLIENT"):
+        await page.adapter.page.goto(f"{other}/account")
+    blocked = [m.data["url"] for m in out if isinstance(m, Event) and m.name == "browser_blocked"]
+    assert blocked == [f"{other}/api/stock"]
+    assert page.adapter.gate is not None and page.adapter.gate.notes[-1][1]["url"] == f"{other}/account"
+    assert not any(r.startswith("GET localhost") for r in web.requests), web.requests
+
+
+async def test_allowed_domains_admit_other_hosts(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    web, url = shop
+    other = url.replace("127.0.0.1", "localhost")
+    config = {"url": url, "allowed_domains": ["127.0.0.1", "localhost"]}
+    page = Page(harness, config, [{"action": {"navigate": f"{other}/account"}}], tmp_path)
+    out = await page.open()
+    assert steps_of(out)[0]["passed"]
+    assert any(r.startswith("GET localhost") for r in web.requests)
+
+
+async def test_viewport_locale_and_a_saved_sign_in_shape_the_context(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+    state = {
+        "cookies": [
+            {
+                "name": "shop_user",
+                "value": "marta",
+                "domain": "127.0.0.1",
+                "path": "/",
+                "expires": -1,
+                "httpOnly": False,
+                "secure": False,
+                "sameSite": "Lax",
+            }
+        ],
+        "origins": [],
+    }
+    (tmp_path / "auth").mkdir()
+    (tmp_path / "auth" / "state.json").write_text(json.dumps(state))
+    config = {
+        "url": url,
+        "browser": {"viewport": "800x600", "locale": "de-DE"},
+        "auth": {"storage_state": "auth/state.json"},
+    }
+    steps = [
+        {"action": {"eval_js": "[innerWidth, innerHeight, navigator.language]"}},
+        {"action": {"navigate": "/account"}},
+        {"action": {"assert_text": "Signed in as marta"}},
+    ]
+    page = Page(harness, config, steps, tmp_path)
+    events = steps_of(await page.open())
+    assert events[0]["result"] == [800, 600, "de-DE"]
+    assert all(e["passed"] for e in events)
+
+
+async def test_a_missing_storage_state_file_is_a_config_error(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+    page = Page(harness, {"url": url, "auth": {"storage_state": "nope.json"}}, [], tmp_path)
+    with pytest.raises(TargetError, match=r"auth\.storage_state: no file") as err:
+        await page.adapter.start()
+    assert err.value.kind == "config" and not err.value.retryable
+
+
+async def test_an_unreachable_page_is_a_retryable_error(
+    harness: Harness, closed_port: int, tmp_path: Path
+) -> None:
+    page = Page(harness, {"url": f"http://127.0.0.1:{closed_port}/"}, [], tmp_path)
+    try:
+        with pytest.raises(TargetError, match="did not load") as err:
+            await page.adapter.start()
+    finally:
+        await close_shared_browsers()
+    assert err.value.retryable
