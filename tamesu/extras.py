@@ -58,7 +58,7 @@ EXTRAS: dict[str, Extra] = {
         Extra("grpc", "grpc targets: agents serving schema/agent.proto (grpcio and protobuf)", ("grpc", "google.protobuf")),
         Extra("otel", "OpenTelemetry traces of each invocation (telemetry.otlp_endpoint)", ("opentelemetry",)),
         Extra("livekit", "livekit targets, once they have an adapter", ("livekit",)),
-        Extra("browser", "browser targets, once they have an adapter"),
+        Extra("browser", "browser targets: Playwright driving the system's Chromium (apt-get install chromium)", ("playwright",)),
         Extra("sip", "sip targets, once they have an adapter"),
     )
 }  # fmt: skip

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,11 @@ _SHARED = ("hooks", "defaults")
 _AUDIO_ONLY = frozenset({"voice", "twilio", "sip"})
 _AUDIO_MODE = frozenset({"realtime", "pipecat", "livekit"})
 BUILTIN_ADAPTERS = frozenset(
-    {"rest", "model", "realtime", "pipecat", "voice", "twilio", "a2a", "mcp", "grpc"}
+    {"rest", "model", "realtime", "pipecat", "voice", "twilio", "a2a", "mcp", "grpc", "browser"}
 )
 """Target types tamesu registers an adapter for, known without importing the registry (a test keeps
 it equal to the registry's built-ins); any other type is looked up in the registry."""
-TYPE_EXTRAS = {"mcp": "mcp", "grpc": "grpc"}
+TYPE_EXTRAS = {"mcp": "mcp", "grpc": "grpc", "browser": "browser"}
 """Target types whose adapter needs an extra (``tamesu.extras``): validate warns when it is missing."""
 BUILTIN_EVALUATORS = frozenset({
     "contains", "not_contains", "regex", "not_regex", "tool_called", "tool_not_called", "tool_sequence",
@@ -248,6 +249,7 @@ def check_environment(
     _evaluators(report, data)
     _voice(report, data)
     _a2a(report, data)
+    _browser(report, data)
     return report.out
 
 
@@ -403,6 +405,44 @@ def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
             f"serving remote agent {name} {why}", ("remote_agents", name), kind="extra", hint=extra.install,
             tests=None if _get(agent, "addr") else _serving(report.reach, name),
         )  # fmt: skip
+
+
+def _browser(report: _Report, data: Mapping[str, Any]) -> None:
+    """browser targets need Chromium (and Playwright, through TYPE_EXTRAS); steps this version
+    cannot run (goal, expect, a11y, visual) make their tests errors that say so."""
+    names = [name for name, t in report.reach.targets.items() if _get(t, "type") == "browser"]
+    if not names:
+        return
+    from tamesu.errors import MissingExtraError
+    from tamesu.targets.browser_session import chromium_path
+
+    try:
+        chromium_path()
+    except MissingExtraError as exc:
+        for name in names:
+            report.add(str(exc), ("targets", name, "type"), kind="extra", hint="apt-get install chromium")
+    from tamesu.targets.browser_steps import unsupported_step
+
+    for i, test in enumerate(data.get("tests") or []):
+        steps = test.get("steps") if isinstance(test, Mapping) else None
+        for j, step in enumerate(steps or []):
+            if not isinstance(step, Mapping):
+                continue
+            action = step.get("action")
+            view = _StepView(
+                step.get("goal"), step.get("expect"), action if isinstance(action, Mapping) else None
+            )
+            why = unsupported_step(view)
+            if why is not None:
+                report.add(why, ("tests", i, "steps", j), kind="adapter", tests=(i,),
+                           hint="its test is reported as an error")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _StepView:
+    goal: Any
+    expect: Any
+    action: Mapping[str, Any] | None
 
 
 def _serving(reach: Reach, agent: str) -> tuple[int, ...]:

@@ -57,6 +57,8 @@ def chromium_path() -> str:
     """The Chromium executable to launch; never a downloaded one."""
     named = os.environ.get("TAMESU_CHROMIUM")
     if named:
+        if not os.path.exists(named):
+            raise MissingExtraError(f"Chromium (TAMESU_CHROMIUM={named})", debian="chromium")
         return named
     for path in (*CHROMIUM_PATHS, shutil.which("chromium") or ""):
         if path and os.path.exists(path):

@@ -211,3 +211,34 @@ def test_an_mcp_or_grpc_target_without_its_extra_is_a_warning_for_the_tests_that
     assert rpc.message == "a grpc target needs the grpc extra (tamesu_t_absent not installed)"
     assert rpc.tests == (3,) and rpc.kind == "extra" and rpc.hint == "pip install 'tamesu[grpc]'"
     assert "targets.tools.type" not in found, "no test uses the mcp target"
+
+
+def test_browser_steps_this_version_cannot_run_are_warnings_for_their_test_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TAMESU_CHROMIUM", str(tmp_path / "tamesu.yaml"))
+    targets = '  web: { type: browser, url: "http://127.0.0.1:9/" }'
+    tests = (
+        "  - name: shop\n    target: web\n"
+        "    steps: [ { action: { click: '#buy' } }, { goal: Buy shoes }, { action: { a11y: { impact: serious } } } ]\n"
+        "  - name: fine\n    target: web\n    steps: [ { action: { assert_text: Shoes } } ]"
+    )
+    found = by_path(warnings(write(tmp_path, targets=targets, tests=tests)))
+    browser = {path for path in found if "steps" in path or "web" in path}
+    assert browser == {"tests[3].steps[1]", "tests[3].steps[2]"}, found
+    goal = found["tests[3].steps[1]"]
+    assert goal.message == "goal steps (the browser agent) are not implemented in this version of tamesu"
+    assert goal.tests == (3,) and goal.kind == "adapter"
+
+
+def test_a_browser_target_without_chromium_is_a_warning_naming_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TAMESU_CHROMIUM", str(tmp_path / "no-chromium"))
+    targets = '  web: { type: browser, url: "http://127.0.0.1:9/" }'
+    tests = "  - name: shop\n    target: web\n    steps: [ { action: { click: '#buy' } } ]"
+    found = by_path(warnings(write(tmp_path, targets=targets, tests=tests)))
+    assert found["targets.web.type"].message == (
+        f"Chromium (TAMESU_CHROMIUM={tmp_path / 'no-chromium'}) is not installed: apt-get install chromium"
+    )
+    assert found["targets.web.type"].tests == (3,)

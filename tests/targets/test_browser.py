@@ -287,3 +287,48 @@ async def test_an_unreachable_page_is_a_retryable_error(
     finally:
         await close_shared_browsers()
     assert err.value.retryable
+
+
+SUITE = """
+suite: web shop
+targets:
+  shop:
+    type: browser
+    url: "{url}"
+    browser: {{ viewport: 1024x700, mocks: [ {{ url: "**/api/stock*", body: {{ stock: 3 }} }} ] }}
+tests:
+  - name: the chat answers about returns
+    target: shop
+    steps:
+      - action: {{ assert_text: {{ ref: "#stock", text: "3" }} }}
+      - action: {{ click: "#open-chat" }}
+    scenario: {{ script: [ {{ say: "Can I return shoes bought 40 days ago?" }} ] }}
+    assert:
+      - contains: "not possible"
+      - regex: "30 days"
+  - name: the stock is wrong
+    target: shop
+    steps:
+      - action: {{ assert_text: {{ ref: "#stock", text: "12" }} }}
+    assert:
+      - not_contains: "anything"
+"""
+
+
+async def test_a_suite_runs_steps_and_a_chat_and_grades_them(
+    shop: tuple[WebShop, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tamesu.runner.api import run_async
+
+    monkeypatch.setattr(browser_steps, "ASSERT_WAIT", 0.5)
+    _, url = shop
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.format(url=url))
+    result = await run_async(suite, output=tmp_path / "out")
+    by_name = {r.test_name: r for r in result.results}
+    chat = by_name["the chat answers about returns"]
+    assert chat.outcome == "passed", (chat.error, [a.message for a in chat.assertions])
+    stock = by_name["the stock is wrong"]
+    assert stock.outcome == "failed", stock.error
+    failed = [a for a in stock.assertions if not a.passed]
+    assert [a.name for a in failed] == ["steps[0].assert_text"]
