@@ -10,6 +10,7 @@ script, judges and every text assertion work on a web chat as on any other targe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
     from tamesu.targets.browser_chat import ChatWidget
+    from tamesu.targets.browser_record import Recorder
     from tamesu.targets.browser_session import Gate
     from tamesu.targets.browser_steps import StepRunner
 
@@ -51,6 +53,10 @@ class BrowserTarget(TargetAdapter):
         self.runner: StepRunner | None = None
         self._results: list[AssertionResult] = []
         self._notes_sent = 0
+        self.recorder: Recorder | None = None
+        self.tracing = False
+        self.failed = False
+        """A turn failed or raised: the trace is kept."""
 
     def _steps(self) -> list[Any]:
         test = getattr(self.ctx.extra.get("spec"), "test", None)
@@ -92,14 +98,30 @@ class BrowserTarget(TargetAdapter):
             self.gate = Gate(domains, mocks=list(options.mocks))
             await self.gate.attach(self.context)
             self.page = await self.context.new_page()
+            await self._record(options.recording)
             await self._load()
         except BaseException:
             await self.stop()
             raise
         self.chat = ChatWidget(self.page, max_chars=self.ctx.limits.turn_text)
         self.runner = StepRunner(
-            self.page, self.gate, scope, self.url, shots_dir=self._shots_dir(), results=self._results
+            self.page, self.gate, scope, self.url, shots_dir=self._run_dir(), results=self._results
         )
+
+    async def _record(self, setting: str) -> None:
+        """Start the screencast and the trace when the run has an output directory."""
+        from tamesu.targets.browser_record import Recorder, recording_format
+
+        where = self._run_dir()
+        assert self.context is not None and self.page is not None
+        if where is None:
+            return
+        fmt = recording_format(setting)
+        if fmt is not None:
+            self.recorder = Recorder(fmt, where / f"recording.{fmt}")
+            await self.recorder.start(self.context, self.page)
+        await self.context.tracing.start(screenshots=True, snapshots=True)
+        self.tracing = True
 
     def _suite_file(self, name: str) -> Path:
         path = Path(name)
@@ -108,12 +130,13 @@ class BrowserTarget(TargetAdapter):
             raise TargetError(f"auth.storage_state: no file {path}", retryable=False, kind="config")
         return path
 
-    def _shots_dir(self) -> Path | None:
+    def _run_dir(self) -> Path | None:
+        """Where this run's screenshots, recording and trace go (none without an output directory)."""
         output = self.ctx.extra.get("output_dir")
         if not output:
             return None
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.ctx.run_id)[:120]
-        return Path(output) / "screenshots" / safe
+        return Path(output) / "browser" / safe
 
     async def _load(self) -> None:
         from playwright.async_api import Error as PlaywrightError
@@ -128,13 +151,26 @@ class BrowserTarget(TargetAdapter):
             raise self.redacted(TargetError(f"the page {self.url} answered {response.status}"))
 
     async def stop(self) -> None:
+        """Keep the trace when a step failed or a turn raised, write the recording, close the context."""
         context, self.context = self.context, None
         self.page = None
-        if context is not None:
-            try:
-                await context.close()
-            except Exception:
-                pass
+        if context is None:
+            return
+        where = self._run_dir()
+        try:
+            if self.tracing and where is not None:
+                self.tracing = False
+                failed = self.failed or any(not r.passed for r in self._results)
+                await context.tracing.stop(path=where / "trace.zip" if failed else None)
+        except Exception:
+            pass
+        try:
+            await context.close()
+        except Exception:
+            pass
+        if self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            await recorder.finish()
 
     def results(self) -> list[AssertionResult]:
         return list(self._results)
@@ -149,6 +185,14 @@ class BrowserTarget(TargetAdapter):
         return [Event(name=name, data=data, at=now) for name, data in fresh]
 
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
+        try:
+            async for msg in self._turn(user):
+                yield msg
+        except (Exception, asyncio.CancelledError):
+            self.failed = True
+            raise
+
+    async def _turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         from playwright.async_api import Error as PlaywrightError
 
         from tamesu.targets.browser_steps import StepFailed
@@ -156,6 +200,9 @@ class BrowserTarget(TargetAdapter):
         assert self.page is not None and self.chat is not None and self.runner is not None
         clock = self.ctx.clock
         if user is None:
+            if self.recorder is not None:
+                data = {"format": self.recorder.fmt, "path": str(self.recorder.path)}
+                yield Event(name="browser_recording", data=data, at=clock.now())
             for index, step in enumerate(self._steps()):
                 try:
                     event = await self.runner.run(index, step)

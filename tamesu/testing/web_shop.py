@@ -12,7 +12,7 @@ marked ``data-role="user"``), a textarea, Enter or a Send button, and a typing i
 from __future__ import annotations
 
 import html
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -96,7 +96,9 @@ class WebShop:
         return app
 
     @web.middleware
-    async def _record(self, request: web.Request, handler: web.RequestHandler) -> web.StreamResponse:
+    async def _record(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         self.requests.append(f"{request.method} {request.host}{request.path}")
         return await handler(request)
 

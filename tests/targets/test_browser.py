@@ -332,3 +332,39 @@ async def test_a_suite_runs_steps_and_a_chat_and_grades_them(
     assert stock.outcome == "failed", stock.error
     failed = [a for a in stock.assertions if not a.passed]
     assert [a.name for a in failed] == ["steps[0].assert_text"]
+
+
+@pytest.mark.parametrize("fmt", ["webm", "gif"])
+async def test_a_run_is_recorded_and_a_failed_one_keeps_its_trace(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    monkeypatch.setattr(browser_steps, "ASSERT_WAIT", 0.3)
+    _, url = shop
+    steps = [
+        {"action": {"fill": {"ref": "#email", "text": "a@b.c"}}},
+        {"action": {"assert_text": "Sold out"}},
+    ]
+    page = Page(harness, {"url": url, "browser": {"recording": fmt}}, steps, tmp_path)
+    out = await page.open()
+    [announced] = [m.data for m in out if isinstance(m, Event) and m.name == "browser_recording"]
+    await page.adapter.stop()
+    video = Path(announced["path"])
+    assert video.name == f"recording.{fmt}" and video.stat().st_size > 0
+    assert video.read_bytes()[:4] == (b"\x1aE\xdf\xa3" if fmt == "webm" else b"GIF8")
+    assert (video.parent / "trace.zip").stat().st_size > 0
+
+
+async def test_a_passing_run_keeps_no_trace_and_recording_off_records_nothing(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+    page = Page(
+        harness,
+        {"url": url, "browser": {"recording": "off"}},
+        [{"action": {"click": "#subscribe"}}],
+        tmp_path,
+    )
+    out = await page.open()
+    assert not [m for m in out if isinstance(m, Event) and m.name == "browser_recording"]
+    await page.adapter.stop()
+    assert [p.name for p in (tmp_path / "browser").rglob("*") if p.is_file()] == []
