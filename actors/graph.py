@@ -218,7 +218,11 @@ class RunGraph:
             ledger=self.ledger,
             fuzz=dict(getattr(spec.test, "fuzz_tools", None) or {}),
             limits=spec.limits,
-            extra={"spec": spec, "output_dir": self.services.output_dir},
+            extra={
+                "spec": spec,
+                "output_dir": self.services.output_dir,
+                "update_golden": self.services.update_golden,
+            },
             faults=self.faults,
             speech=self.services.speech,
         )

@@ -105,7 +105,14 @@ class BrowserTarget(TargetAdapter):
             raise
         self.chat = ChatWidget(self.page, max_chars=self.ctx.limits.turn_text)
         self.runner = StepRunner(
-            self.page, self.gate, scope, self.url, shots_dir=self._run_dir(), results=self._results
+            self.page,
+            self.gate,
+            scope,
+            self.url,
+            shots_dir=self._run_dir(),
+            results=self._results,
+            suite_dir=Path(self.ctx.suite_dir),
+            update_golden=bool(self.ctx.extra.get("update_golden")),
         )
 
     async def _record(self, setting: str) -> None:

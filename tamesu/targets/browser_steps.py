@@ -36,11 +36,8 @@ ACTION_TIMEOUT = 10.0
 """Seconds an action waits for its element to be there and ready."""
 ASSERT_WAIT = 5.0
 """Seconds assert_url and assert_text wait for the page to come to the expected state."""
-CHECKS = ("assert_url", "assert_text")
-_NOT_YET = {
-    "a11y": "the a11y action (axe-core checks)",
-    "visual": "the visual action (screenshot baselines)",
-}
+CHECKS = ("assert_url", "assert_text", "visual")
+_NOT_YET = {"a11y": "the a11y action (axe-core checks)"}
 
 
 class StepFailed(Exception):
@@ -75,6 +72,9 @@ class StepRunner:
     scope: Scope
     base_url: str
     shots_dir: Path | None = None
+    suite_dir: Path = Path(".")
+    update_golden: bool = False
+    """Visual steps write their baselines instead of comparing (``tamesu run --update-golden``)."""
     results: list[AssertionResult] = field(default_factory=list)
     shots: int = 0
 
@@ -108,7 +108,11 @@ class StepRunner:
         if name in CHECKS:
             self.results.append(
                 AssertionResult(
-                    name=f"steps[{index}].{name}", kind=name, passed=True, expected=event.get("expected")
+                    name=f"steps[{index}].{name}",
+                    kind=name,
+                    passed=True,
+                    expected=event.get("expected"),
+                    message=str(event.get("message", "")),
                 )
             )
         return event
@@ -242,3 +246,32 @@ class StepRunner:
                 actual=actual,
             ) from None
         return {"expected": text, **({"ref": ref} if ref != "body" else {})}
+
+    async def _visual(self, arg: Any) -> dict[str, Any]:
+        """The page against its baseline (written instead under ``--update-golden``)."""
+        from tamesu.targets import browser_visual as visual
+
+        spec = visual.visual_spec(arg)
+        actual = await visual.screenshot(self.page, spec)
+        path = visual.baseline_path(self.suite_dir, spec)
+        if self.update_golden:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(actual)
+            return {"name": spec.name, "baseline": str(path), "message": f"baseline {path} written"}
+        if not path.is_file():
+            raise StepFailed(
+                f"no baseline at {path}: run tamesu run --update-golden to write it", expected=str(path)
+            )
+        baseline = path.read_bytes()
+        share, diff = visual.compare(baseline, actual)
+        event = {"name": spec.name, "baseline": str(path), "differ": round(share, 6), "expected": str(path)}
+        if share <= spec.tolerance:
+            return event
+        if self.shots_dir is not None:
+            self.shots_dir.mkdir(parents=True, exist_ok=True)
+            (self.shots_dir / f"{spec.name}.actual.png").write_bytes(actual)
+            if diff is not None:
+                (self.shots_dir / f"{spec.name}.diff.png").write_bytes(diff)
+        raise StepFailed(
+            visual.describe(share, spec, baseline, actual), expected=str(path), actual=round(share, 6)
+        )

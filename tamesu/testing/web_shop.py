@@ -25,7 +25,7 @@ _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Mochi Shoes</title></head>
 <body>
 <h1>Mochi Shoes</h1>
-<p>Stock of blue sneakers: <span id="stock">loading</span></p>
+<p>Stock of blue sneakers: <span id="stock" style="display:inline-block;width:6em">loading</span></p>
 <p id="lang"></p>
 <form id="newsletter" onsubmit="event.preventDefault();
   document.getElementById('thanks').textContent = 'Thanks, ' + document.getElementById('email').value;">

@@ -47,13 +47,20 @@ class Page:
     """One browser target built from a config and steps, with its turns' messages."""
 
     def __init__(
-        self, harness: Harness, config: dict[str, Any], steps: list[dict[str, Any]], out: Path
+        self,
+        harness: Harness,
+        config: dict[str, Any],
+        steps: list[dict[str, Any]],
+        out: Path,
+        *,
+        update_golden: bool = False,
     ) -> None:
         ctx = harness.context(turn_timeout=10.0)
         ctx.suite_dir = str(out)
         ctx.extra = {
             "spec": SimpleNamespace(test=SimpleNamespace(steps=[Step.model_validate(s) for s in steps])),
             "output_dir": str(out),
+            "update_golden": update_golden,
         }
         self.adapter = BrowserTarget(Target.model_validate({"type": "browser", **config}), ctx)
         harness.started.append(self.adapter)
@@ -368,3 +375,59 @@ async def test_a_passing_run_keeps_no_trace_and_recording_off_records_nothing(
     assert not [m for m in out if isinstance(m, Event) and m.name == "browser_recording"]
     await page.adapter.stop()
     assert [p.name for p in (tmp_path / "browser").rglob("*") if p.is_file()] == []
+
+
+async def test_visual_steps_compare_the_page_with_a_baseline_that_update_golden_writes(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+
+    def steps(stock: int, mask: list[str], tolerance: float = 0.0) -> list[dict[str, Any]]:
+        return [
+            {"action": {"mock": {"url": "**/api/stock", "body": {"stock": stock}}}},
+            {"action": {"navigate": "/"}},
+            {"action": {"assert_text": {"ref": "#stock", "text": str(stock)}}},
+            {"action": {"visual": {"name": "home", "mask": mask, "tolerance": tolerance}}},
+        ]
+
+    config = {"url": url, "browser": {"viewport": "640x480", "recording": "off"}}
+    writer = Page(harness, config, steps(12, []), tmp_path, update_golden=True)
+    await writer.open()
+    baseline = tmp_path / "visual" / "home.png"
+    assert baseline.read_bytes()[:4] == b"\x89PNG"
+    assert writer.adapter.results()[-1].passed
+
+    same = Page(harness, config, steps(12, []), tmp_path)
+    await same.open()
+    assert [r.passed for r in same.adapter.results()] == [True, True]
+
+    changed = Page(harness, config, steps(98765, []), tmp_path)
+    await changed.open()
+    result = changed.adapter.results()[-1]
+    assert not result.passed and result.kind == "visual"
+    assert "of the pixels differ from the baseline home" in result.message
+    assert list((tmp_path / "browser").rglob("home.diff.png"))
+    tolerant = Page(harness, config, steps(98765, [], tolerance=0.05), tmp_path)
+    await tolerant.open()
+    assert tolerant.adapter.results()[-1].passed
+
+    masked_writer = Page(harness, config, steps(12, ["#stock"]), tmp_path, update_golden=True)
+    await masked_writer.open()
+    masked = Page(harness, config, steps(98765, ["#stock"]), tmp_path)
+    await masked.open()
+    assert masked.adapter.results()[-1].passed, masked.adapter.results()[-1].message
+
+
+async def test_a_visual_step_without_a_baseline_fails_and_says_how_to_write_it(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+    page = Page(
+        harness, {"url": url, "browser": {"recording": "off"}}, [{"action": {"visual": "cart"}}], tmp_path
+    )
+    await page.open()
+    [result] = page.adapter.results()
+    assert not result.passed
+    assert result.message == (
+        f"step 1 (visual): no baseline at {tmp_path / 'visual' / 'cart.png'}: run tamesu run --update-golden to write it"
+    )
