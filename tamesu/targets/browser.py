@@ -113,6 +113,8 @@ class BrowserTarget(TargetAdapter):
             results=self._results,
             suite_dir=Path(self.ctx.suite_dir),
             update_golden=bool(self.ctx.extra.get("update_golden")),
+            models=self.ctx.models,
+            ledger=self.ctx.ledger,
         )
 
     async def _record(self, setting: str) -> None:

@@ -36,17 +36,23 @@ ACTION_TIMEOUT = 10.0
 """Seconds an action waits for its element to be there and ready."""
 ASSERT_WAIT = 5.0
 """Seconds assert_url and assert_text wait for the page to come to the expected state."""
-CHECKS = ("assert_url", "assert_text", "visual")
+CHECKS = ("assert_url", "assert_text", "visual", "expect")
+PAGE_TEXT = 8000
+"""The most characters of the page's text an expect step shows the judge."""
 _NOT_YET = {"a11y": "the a11y action (axe-core checks)"}
 
 
 class StepFailed(Exception):
     """The page did not do what the step needed; a failed assertion, not an infrastructure error."""
 
-    def __init__(self, message: str, *, expected: Any = None, actual: Any = None) -> None:
+    def __init__(
+        self, message: str, *, expected: Any = None, actual: Any = None, error: bool = False
+    ) -> None:
         super().__init__(message)
         self.expected = expected
         self.actual = actual
+        self.error = error
+        """The check could not be made (a judge that did not answer), rather than failed."""
         self.event: dict[str, Any] = {}
         """The step's event, once the runner has made it."""
 
@@ -55,8 +61,6 @@ def unsupported_step(step: Any) -> str | None:
     """Why this version cannot run a step (an agentic one, a11y, visual); None when it can."""
     if step.goal is not None:
         return "goal steps (the browser agent) are not implemented in this version of tamesu"
-    if step.expect is not None:
-        return "expect steps (a judged check of the page) are not implemented in this version of tamesu"
     name = next(iter(step.action or {}), "")
     if name in _NOT_YET:
         return f"{_NOT_YET[name]} is not implemented in this version of tamesu"
@@ -77,6 +81,9 @@ class StepRunner:
     """Visual steps write their baselines instead of comparing (``tamesu run --update-golden``)."""
     results: list[AssertionResult] = field(default_factory=list)
     shots: int = 0
+    models: Any = None
+    """The run's model router (expect steps ask its judge)."""
+    ledger: Any = None
 
     async def run(self, index: int, step: Any) -> dict[str, Any]:
         """Do one step; returns its event. A failed step adds a failed result and raises StepFailed."""
@@ -85,8 +92,11 @@ class StepRunner:
         why = unsupported_step(step)
         if why is not None:
             raise TargetError(why, retryable=False, kind="config")
-        name, raw = next(iter(step.action.items()))
-        arg = render(raw, self.scope)
+        if step.expect is not None:
+            name, arg = "expect", render(step.expect, self.scope)
+        else:
+            name, raw = next(iter(step.action.items()))
+            arg = render(raw, self.scope)
         event: dict[str, Any] = {"step": index, "action": name}
         try:
             event.update(await getattr(self, "_" + name)(arg) or {})
@@ -100,6 +110,7 @@ class StepRunner:
                     passed=False,
                     expected=exc.expected,
                     actual=exc.actual,
+                    error=exc.error,
                     message=f"step {index + 1} ({name}): {exc}",
                 )
             )
@@ -275,3 +286,27 @@ class StepRunner:
         raise StepFailed(
             visual.describe(share, spec, baseline, actual), expected=str(path), actual=round(share, 6)
         )
+
+    async def _expect(self, statement: Any) -> dict[str, Any]:
+        """A judge reads the page (its address, title and text) and says whether the statement
+        holds; the screenshot it was judged on is kept as the evidence."""
+        from tamesu.errors import ModelError
+        from tamesu.judging import grade
+
+        statement = str(statement)
+        shot = await self._screenshot({"name": f"expect-{self.shots + 1}"})
+        if self.models is None or not self.models.model_for("judge"):
+            raise StepFailed(
+                "an expect step needs a judge model: set models.judge or models.default", error=True
+            )
+        text = (await self.page.locator("body").inner_text())[:PAGE_TEXT]
+        evidence = f"Address: {self.page.url}\nTitle: {await self.page.title()}\nVisible text:\n{text}"
+        try:
+            verdict = await grade(self.models, statement, evidence, ledger=self.ledger, what="web page")
+        except ModelError as exc:
+            raise StepFailed(f"the judge did not answer: {exc}", error=True) from None
+        event = {"expected": statement, "reason": verdict.reason, "model": verdict.model,
+                 "screenshot": shot.get("path"), "message": verdict.reason}  # fmt: skip
+        if not verdict.passed:
+            raise StepFailed(verdict.reason, expected=statement, actual=shot.get("path"))
+        return event

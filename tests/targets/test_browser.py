@@ -431,3 +431,64 @@ async def test_a_visual_step_without_a_baseline_fails_and_says_how_to_write_it(
     assert result.message == (
         f"step 1 (visual): no baseline at {tmp_path / 'visual' / 'cart.png'}: run tamesu run --update-golden to write it"
     )
+
+
+async def test_expect_steps_ask_the_judge_about_the_page_and_keep_the_screenshot(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    from types import SimpleNamespace as NS
+
+    from tamesu.models import ModelRouter
+    from tamesu.models.refs import custom_provider
+    from tamesu.testing.model_server import Reply, serve_model_server
+
+    _, url = shop
+    steps = [
+        {"action": {"assert_text": {"ref": "#stock", "text": "12"}}},
+        {"expect": "The page shows {{vars.what}} in stock"},
+        {"expect": "The page offers a discount"},
+        {"action": {"click": "#subscribe"}},
+    ]
+    async with serve_model_server() as server:
+        models = NS(default="scripted/judge-model", judge=None, fallback=None,
+                    retry=NS(attempts=1, backoff="1ms", max_backoff="1ms"))  # fmt: skip
+        router = ModelRouter(
+            models, custom_providers={"scripted": custom_provider("scripted", server.base_url)}
+        )
+        server.queue(
+            Reply(json={"reason": "It shows 12 blue sneakers", "passed": True}),
+            Reply(json={"reason": "No discount is mentioned", "passed": False}),
+        )
+        page = Page(harness, {"url": url, "browser": {"recording": "off"}}, steps, tmp_path)
+        page.adapter.ctx.models = router
+        page.adapter.ctx.scope.set("vars.what", "blue sneakers")
+        out = await page.open()
+    events = steps_of(out)
+    assert [(e["action"], e["passed"]) for e in events] == [
+        ("assert_text", True),
+        ("expect", True),
+        ("expect", False),
+    ]
+    assert Path(events[1]["screenshot"]).read_bytes()[:4] == b"\x89PNG"
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert "The page shows blue sneakers in stock" in prompt and "Stock of blue sneakers: 12" in prompt
+    results = page.adapter.results()
+    assert [(r.kind, r.passed) for r in results] == [
+        ("assert_text", True),
+        ("expect", True),
+        ("expect", False),
+    ]
+    assert results[1].message == "It shows 12 blue sneakers"
+    assert results[2].message == "step 3 (expect): No discount is mentioned" and not results[2].error
+
+
+async def test_an_expect_step_without_a_judge_is_an_error_result(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    _, url = shop
+    page = Page(
+        harness, {"url": url, "browser": {"recording": "off"}}, [{"expect": "Shoes are sold"}], tmp_path
+    )
+    await page.open()
+    [result] = page.adapter.results()
+    assert result.error and not result.passed and "needs a judge model" in result.message
