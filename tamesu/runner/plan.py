@@ -131,6 +131,8 @@ def plan(
             )
             if attack is not None:
                 extra["attack"] = attack
+            if test.steps:
+                extra["max_goal_steps"] = defaults.max_goal_steps
             out.extend(
                 template.evolve(
                     extra=extra,

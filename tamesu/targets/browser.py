@@ -115,6 +115,7 @@ class BrowserTarget(TargetAdapter):
             update_golden=bool(self.ctx.extra.get("update_golden")),
             models=self.ctx.models,
             ledger=self.ctx.ledger,
+            max_goal_steps=int(getattr(self.ctx.extra.get("spec"), "extra", {}).get("max_goal_steps") or 15),
         )
 
     async def _record(self, setting: str) -> None:
@@ -185,13 +186,17 @@ class BrowserTarget(TargetAdapter):
         return list(self._results)
 
     def _notes(self) -> list[Event]:
-        """What the gate blocked or mocked since the last turn, as events."""
+        """What the gate blocked or mocked, and the browser agent's actions, since the last turn."""
         if self.gate is None:
             return []
         fresh = self.gate.notes[self._notes_sent :]
         self._notes_sent = len(self.gate.notes)
         now = self.ctx.clock.now()
-        return [Event(name=name, data=data, at=now) for name, data in fresh]
+        out = [Event(name=name, data=data, at=now) for name, data in fresh]
+        if self.runner is not None:
+            out += [Event(name="browser_action", data=a, at=now) for a in self.runner.actions]
+            self.runner.actions.clear()
+        return out
 
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         try:

@@ -36,7 +36,7 @@ ACTION_TIMEOUT = 10.0
 """Seconds an action waits for its element to be there and ready."""
 ASSERT_WAIT = 5.0
 """Seconds assert_url and assert_text wait for the page to come to the expected state."""
-CHECKS = ("assert_url", "assert_text", "visual", "expect")
+CHECKS = ("assert_url", "assert_text", "visual", "expect", "goal")
 PAGE_TEXT = 8000
 """The most characters of the page's text an expect step shows the judge."""
 _NOT_YET = {"a11y": "the a11y action (axe-core checks)"}
@@ -59,8 +59,6 @@ class StepFailed(Exception):
 
 def unsupported_step(step: Any) -> str | None:
     """Why this version cannot run a step (an agentic one, a11y, visual); None when it can."""
-    if step.goal is not None:
-        return "goal steps (the browser agent) are not implemented in this version of tamesu"
     name = next(iter(step.action or {}), "")
     if name in _NOT_YET:
         return f"{_NOT_YET[name]} is not implemented in this version of tamesu"
@@ -84,6 +82,9 @@ class StepRunner:
     models: Any = None
     """The run's model router (expect steps ask its judge)."""
     ledger: Any = None
+    max_goal_steps: int = 15
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    """The browser agent's actions not yet made events (the adapter takes them)."""
 
     async def run(self, index: int, step: Any) -> dict[str, Any]:
         """Do one step; returns its event. A failed step adds a failed result and raises StepFailed."""
@@ -92,7 +93,9 @@ class StepRunner:
         why = unsupported_step(step)
         if why is not None:
             raise TargetError(why, retryable=False, kind="config")
-        if step.expect is not None:
+        if step.goal is not None:
+            name, arg = "goal", render(step.goal, self.scope)
+        elif step.expect is not None:
             name, arg = "expect", render(step.expect, self.scope)
         else:
             name, raw = next(iter(step.action.items()))
@@ -310,3 +313,32 @@ class StepRunner:
         if not verdict.passed:
             raise StepFailed(verdict.reason, expected=statement, actual=shot.get("path"))
         return event
+
+    async def _goal(self, goal: Any) -> dict[str, Any]:
+        """The browser agent acts until the goal is met (``browser_goal``)."""
+        from tamesu.errors import ModelError
+        from tamesu.targets.browser_goal import GoalAgent, GoalFailed
+
+        goal = str(goal)
+        if self.models is None or not self.models.model_for("browser_agent"):
+            raise StepFailed(
+                "a goal step needs a browser agent model: set models.browser_agent or models.default",
+                error=True,
+            )
+        agent = GoalAgent(
+            self.page,
+            self.models,
+            self.base_url,
+            lambda url: domain_allowed(url, self.gate.domains),
+            max_steps=self.max_goal_steps,
+            ledger=self.ledger,
+        )
+        try:
+            reason = await agent.pursue(goal)
+        except GoalFailed as exc:
+            raise StepFailed(str(exc), expected=goal, actual=f"{len(agent.actions)} actions") from None
+        except ModelError as exc:
+            raise StepFailed(f"the browser agent did not answer: {exc}", error=True) from None
+        finally:
+            self.actions.extend(agent.actions)
+        return {"expected": goal, "actions": len(agent.actions), "message": reason}

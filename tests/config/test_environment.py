@@ -225,10 +225,10 @@ def test_browser_steps_this_version_cannot_run_are_warnings_for_their_test_alone
     )
     found = by_path(warnings(write(tmp_path, targets=targets, tests=tests)))
     browser = {path for path in found if "steps" in path or "web" in path}
-    assert browser == {"tests[3].steps[1]", "tests[3].steps[2]"}, found
-    goal = found["tests[3].steps[1]"]
-    assert goal.message == "goal steps (the browser agent) are not implemented in this version of tamesu"
-    assert goal.tests == (3,) and goal.kind == "adapter"
+    assert browser == {"tests[3].steps[2]"}, found
+    a11y = found["tests[3].steps[2]"]
+    assert a11y.message == "the a11y action (axe-core checks) is not implemented in this version of tamesu"
+    assert a11y.tests == (3,) and a11y.kind == "adapter"
 
 
 def test_a_browser_target_without_chromium_is_a_warning_naming_the_package(

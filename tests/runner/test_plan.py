@@ -349,3 +349,17 @@ def test_every_run_carries_the_projects_limits() -> None:
     }
     [spec] = plan(small([{"name": "t", "target": "api"}], project=project))
     assert spec.limits == Limits(answer_size=524288, turn_text=5000, json_depth=20, transcript_size=1000)
+
+
+def test_browser_runs_carry_the_goal_step_limit_from_the_defaults() -> None:
+    steps = [{"goal": "Buy the blue sneakers"}]
+    loaded = small(
+        [{"name": "shop", "target": "api", "steps": steps}, {"name": "chat", "target": "api"}],
+        project={"defaults": {"max_goal_steps": 9}},
+        defaults={"max_goal_steps": 4},
+    )
+    specs = by_id(plan(loaded))
+    assert specs["shop"].extra["max_goal_steps"] == 4
+    assert "max_goal_steps" not in specs["chat"].extra
+    [own] = plan(small([{"name": "shop", "target": "api", "steps": steps}]))
+    assert own.extra["max_goal_steps"] == 15

@@ -492,3 +492,77 @@ async def test_an_expect_step_without_a_judge_is_an_error_result(
     await page.open()
     [result] = page.adapter.results()
     assert result.error and not result.passed and "needs a judge model" in result.message
+
+
+def scripted_router(server: Any) -> Any:
+    from types import SimpleNamespace as NS
+
+    from tamesu.models import ModelRouter
+    from tamesu.models.refs import custom_provider
+
+    models = NS(default="scripted/agent-model", judge=None, browser_agent=None, fallback=None,
+                retry=NS(attempts=1, backoff="1ms", max_backoff="1ms"))  # fmt: skip
+    return ModelRouter(models, custom_providers={"scripted": custom_provider("scripted", server.base_url)})
+
+
+async def test_a_goal_step_lets_the_browser_agent_act_on_the_accessibility_snapshot(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    from tamesu.testing.model_server import Reply, serve_model_server
+
+    _, url = shop
+    steps = [
+        {"goal": "Subscribe to the newsletter as {{vars.email}}"},
+        {"action": {"assert_text": {"ref": "#thanks", "text": "Thanks, marta@example.com"}}},
+    ]
+    async with serve_model_server() as server:
+        server.queue(
+            Reply(
+                json={
+                    "action": "fill",
+                    "role": "textbox",
+                    "name": "Email",
+                    "text": "marta@example.com",
+                    "reason": "type the address",
+                }
+            ),
+            Reply(json={"action": "click", "role": "button", "name": "No such button", "reason": "try"}),
+            Reply(json={"action": "click", "role": "button", "name": "Subscribe", "reason": "send the form"}),
+            Reply(json={"action": "done", "reason": "The page thanks Marta"}),
+        )
+        page = Page(harness, {"url": url, "browser": {"recording": "off"}}, steps, tmp_path)
+        page.adapter.ctx.models = scripted_router(server)
+        page.adapter.ctx.scope.set("vars.email", "marta@example.com")
+        out = await page.open()
+    actions = [m.data for m in out if isinstance(m, Event) and m.name == "browser_action"]
+    assert [(a["action"], a["ok"]) for a in actions] == [
+        ("fill", "true"),
+        ("click", "false"),
+        ("click", "true"),
+    ]
+    assert actions[0]["chars"] == "17" and "text" not in actions[0]
+    first = server.requests[0]["messages"][-1]["content"]
+    assert "Goal: Subscribe to the newsletter as marta@example.com" in first
+    assert 'button "Subscribe"' in first
+    assert '"ok": "false"' in server.requests[2]["messages"][-1]["content"]
+    results = page.adapter.results()
+    assert [(r.kind, r.passed) for r in results] == [("goal", True), ("assert_text", True)]
+    assert results[0].message == "The page thanks Marta"
+
+
+async def test_a_goal_not_met_within_max_goal_steps_fails_the_run(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
+
+    _, url = shop
+    looking = ModelServer(default=Reply(json={"action": "press", "key": "Tab", "reason": "look"}))
+    async with serve_model_server(looking) as server:
+        page = Page(harness, {"url": url, "browser": {"recording": "off"}}, [{"goal": "Buy shoes"}], tmp_path)
+        page.adapter.ctx.models = scripted_router(server)
+        page.adapter.ctx.extra["spec"].extra = {"max_goal_steps": 2}
+        out = await page.open()
+    assert len([m for m in out if isinstance(m, Event) and m.name == "browser_action"]) == 2
+    [result] = page.adapter.results()
+    assert not result.passed and not result.error
+    assert result.message == "step 1 (goal): the goal was not met within 2 actions"
