@@ -566,3 +566,26 @@ async def test_a_goal_not_met_within_max_goal_steps_fails_the_run(
     [result] = page.adapter.results()
     assert not result.passed and not result.error
     assert result.message == "step 1 (goal): the goal was not met within 2 actions"
+
+
+async def test_runs_share_one_chromium_and_nothing_else(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    import asyncio
+
+    from tamesu.targets.browser_session import shared_browser
+
+    launched = await asyncio.gather(shared_browser(), shared_browser())
+    assert launched[0] is launched[1]
+    _, url = shop
+    config = {"url": url, "browser": {"recording": "off"}}
+    first = Page(
+        harness, config, [{"action": {"eval_js": "document.cookie = 'cart=3'; document.cookie"}}], tmp_path
+    )
+    second = Page(harness, config, [{"action": {"eval_js": "document.cookie"}}], tmp_path)
+    a = await first.open()
+    b = await second.open()
+    assert steps_of(a)[0]["result"] == "cart=3" and steps_of(b)[0]["result"] == ""
+    assert first.adapter.context is not None and second.adapter.context is not None
+    assert first.adapter.context is not second.adapter.context
+    assert first.adapter.context.browser is second.adapter.context.browser is launched[0]
