@@ -408,8 +408,8 @@ def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
 
 
 def _browser(report: _Report, data: Mapping[str, Any]) -> None:
-    """browser targets need Chromium (and Playwright, through TYPE_EXTRAS); steps this version
-    cannot run (goal, expect, a11y, visual) make their tests errors that say so."""
+    """browser targets need Chromium (and Playwright, through TYPE_EXTRAS); a step this
+    installation cannot run (a11y without axe-core vendored) makes its test an error that says so."""
     names = [name for name, t in report.reach.targets.items() if _get(t, "type") == "browser"]
     if not names:
         return

@@ -115,6 +115,7 @@ class BrowserTarget(TargetAdapter):
             update_golden=bool(self.ctx.extra.get("update_golden")),
             models=self.ctx.models,
             ledger=self.ctx.ledger,
+            redactor=self.ctx.redactor,
             max_goal_steps=int(getattr(self.ctx.extra.get("spec"), "extra", {}).get("max_goal_steps") or 15),
         )
 

@@ -36,19 +36,26 @@ ACTION_TIMEOUT = 10.0
 """Seconds an action waits for its element to be there and ready."""
 ASSERT_WAIT = 5.0
 """Seconds assert_url and assert_text wait for the page to come to the expected state."""
-CHECKS = ("assert_url", "assert_text", "visual", "expect", "goal")
+CHECKS = ("assert_url", "assert_text", "a11y", "visual", "expect", "goal")
 PAGE_TEXT = 8000
 """The most characters of the page's text an expect step shows the judge."""
-_NOT_YET = {"a11y": "the a11y action (axe-core checks)"}
 
 
 class StepFailed(Exception):
     """The page did not do what the step needed; a failed assertion, not an infrastructure error."""
 
     def __init__(
-        self, message: str, *, expected: Any = None, actual: Any = None, error: bool = False
+        self,
+        message: str,
+        *,
+        expected: Any = None,
+        actual: Any = None,
+        error: bool = False,
+        details: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
+        self.details = details or {}
+        """What the step found, for its event (an a11y step's rules)."""
         self.expected = expected
         self.actual = actual
         self.error = error
@@ -58,10 +65,11 @@ class StepFailed(Exception):
 
 
 def unsupported_step(step: Any) -> str | None:
-    """Why this version cannot run a step (an agentic one, a11y, visual); None when it can."""
-    name = next(iter(step.action or {}), "")
-    if name in _NOT_YET:
-        return f"{_NOT_YET[name]} is not implemented in this version of tamesu"
+    """Why this installation cannot run a step (an a11y step without axe-core); None when it can."""
+    if next(iter(step.action or {}), "") == "a11y":
+        from tamesu.targets.browser_a11y import axe_missing
+
+        return axe_missing()
     return None
 
 
@@ -83,6 +91,8 @@ class StepRunner:
     """The run's model router (expect steps ask its judge)."""
     ledger: Any = None
     max_goal_steps: int = 15
+    redactor: Any = None
+    """The run's secret values, masked in what a step reports from the page (a11y findings)."""
     actions: list[dict[str, Any]] = field(default_factory=list)
     """The browser agent's actions not yet made events (the adapter takes them)."""
 
@@ -104,7 +114,7 @@ class StepRunner:
         try:
             event.update(await getattr(self, "_" + name)(arg) or {})
         except StepFailed as exc:
-            event.update(passed=False, message=str(exc))
+            event.update(exc.details, passed=False, message=str(exc))
             exc.event = event
             self.results.append(
                 AssertionResult(
@@ -260,6 +270,42 @@ class StepRunner:
                 actual=actual,
             ) from None
         return {"expected": text, **({"ref": ref} if ref != "body" else {})}
+
+    async def _a11y(self, arg: Any) -> dict[str, Any]:
+        """axe-core checks the page; violations at or above the impact fail (``browser_a11y``)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        from tamesu.targets import browser_a11y as a11y
+
+        spec = a11y.a11y_spec(arg)
+        element = None
+        if spec.ref is not None:
+            try:
+                element = await self.page.locator(spec.ref).first.element_handle(
+                    timeout=ACTION_TIMEOUT * 1000
+                )
+            except PlaywrightError:
+                raise StepFailed(f"no element {spec.ref} to check") from None
+        try:
+            found = await a11y.check_page(self.page, spec, element)
+        except PlaywrightError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StepFailed(f"axe-core could not check the page: {first[:300]}", error=True) from None
+        except TimeoutError:
+            raise StepFailed(f"axe-core did not finish within {a11y.CHECK_TIMEOUT:g} s", error=True) from None
+        if self.redactor:
+            found = self.redactor.redact_obj(found)
+        failing = [v for v in found if a11y.severity(v["impact"]) >= a11y.severity(spec.impact)]
+        expected = f"no accessibility violations at or above {spec.impact}"
+        event = {"impact": spec.impact, "violations": len(failing), "milder": len(found) - len(failing),
+                 "rules": [v["rule"] for v in failing], "expected": expected}  # fmt: skip
+        if failing:
+            listed = failing[: a11y.MAX_LISTED]
+            raise StepFailed(
+                a11y.describe(failing, spec.impact), expected=expected, actual=listed, details=event
+            )
+        milder = f" ({len(found)} milder)" if found else ""
+        return {**event, "message": f"no accessibility violations at or above {spec.impact}{milder}"}
 
     async def _visual(self, arg: Any) -> dict[str, Any]:
         """The page against its baseline (written instead under ``--update-golden``)."""

@@ -213,22 +213,31 @@ def test_an_mcp_or_grpc_target_without_its_extra_is_a_warning_for_the_tests_that
     assert "targets.tools.type" not in found, "no test uses the mcp target"
 
 
-def test_browser_steps_this_version_cannot_run_are_warnings_for_their_test_alone(
+def test_an_a11y_step_without_axe_core_is_a_warning_for_its_test_alone_naming_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tamesu.targets import browser_a11y
+
     monkeypatch.setenv("TAMESU_CHROMIUM", str(tmp_path / "tamesu.yaml"))
-    targets = '  web: { type: browser, url: "http://127.0.0.1:9/" }'
-    tests = (
-        "  - name: shop\n    target: web\n"
-        "    steps: [ { action: { click: '#buy' } }, { goal: Buy shoes }, { action: { a11y: { impact: serious } } } ]\n"
-        "  - name: fine\n    target: web\n    steps: [ { action: { assert_text: Shoes } } ]"
-    )
-    found = by_path(warnings(write(tmp_path, targets=targets, tests=tests)))
+    monkeypatch.setattr(browser_a11y, "AXE_FILE", tmp_path / "vendor" / "axe.min.js")
+    suite = write(tmp_path, targets=_WEB, tests=_A11Y_TESTS)
+    found = by_path(warnings(suite))
     browser = {path for path in found if "steps" in path or "web" in path}
     assert browser == {"tests[3].steps[2]"}, found
     a11y = found["tests[3].steps[2]"]
-    assert a11y.message == "the a11y action (axe-core checks) is not implemented in this version of tamesu"
+    assert a11y.message == "axe-core not vendored: run python -m tamesu.targets.browser_a11y"
     assert a11y.tests == (3,) and a11y.kind == "adapter"
+    (tmp_path / "vendor").mkdir()
+    (tmp_path / "vendor" / "axe.min.js").write_text("window.axe = {};")
+    assert not [p for p in by_path(warnings(suite)) if "steps" in p]
+
+
+_WEB = '  web: { type: browser, url: "http://127.0.0.1:9/" }'
+_A11Y_TESTS = (
+    "  - name: shop\n    target: web\n"
+    "    steps: [ { action: { click: '#buy' } }, { goal: Buy shoes }, { action: { a11y: { impact: serious } } } ]\n"
+    "  - name: fine\n    target: web\n    steps: [ { action: { assert_text: Shoes } } ]"
+)
 
 
 def test_a_browser_target_without_chromium_is_a_warning_naming_the_package(
