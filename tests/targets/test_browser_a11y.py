@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ PAGES = {
 
 
 @pytest.fixture
-async def site(serve: Serve) -> str:
+async def site(serve: Serve) -> AsyncIterator[str]:
     """Our own pages: a clean one, one with a moderate fault only, one with critical faults too."""
 
     async def page(request: web.Request) -> web.Response:
