@@ -158,11 +158,11 @@ def _no_duplicates(names: list[str], what: str, test: str) -> None:
 def read_cases_file(path: Path) -> list[CaseRow]:
     """Cases from a CSV (header row; a ``name`` column names the case) or a JSON array of objects."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        # Bytes that are not UTF-8 (an export from a spreadsheet, a binary column) become visible
+        # escapes such as ``\\xff`` in the values: the cases still run, and the bytes are kept in view.
+        text = path.read_bytes().decode("utf-8-sig", errors="backslashreplace")
     except OSError as exc:
         raise ConfigError(f"cannot read cases_file: {exc.strerror or exc}", file=str(path)) from None
-    except UnicodeDecodeError:
-        raise ConfigError("cases_file is not UTF-8 text", file=str(path)) from None
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return _read_csv(text, path)

@@ -78,6 +78,14 @@ def test_json_cases_file_stringifies_values() -> None:
     assert out[1].vars == {"tier": "basic", "extra": "", "nested": '{"a": 1}'}
 
 
+def test_bytes_that_are_not_utf8_in_a_cases_file_run_as_visible_escapes(tmp_path: Path) -> None:
+    (tmp_path / "c.csv").write_bytes(b"name,say\nodd,caf\xe9 \xff\xfe\nnul,a\x00b\n")
+    out = expand_test(make_test(cases_file="c.csv"), tmp_path)
+    assert [e.test_id for e in out] == ["refund [odd]", "refund [nul]"]
+    assert out[0].vars["say"] == "caf\\xe9 \\xff\\xfe"
+    assert out[1].vars["say"] == "a\x00b"
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message", "line"),
     [
