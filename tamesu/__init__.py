@@ -13,11 +13,11 @@ __all__ = ["__version__", "run", "validate"]
 
 _LAZY = {
     "run": ("tamesu.runner.api", "run"),
-    "validate": ("tamesu.config.load", "validate"),
+    "validate": ("tamesu.config.loader", "validate"),
 }
 
 if TYPE_CHECKING:
-    from tamesu.config.load import validate
+    from tamesu.config.loader import validate
     from tamesu.runner.api import run
 
 

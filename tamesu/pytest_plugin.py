@@ -68,7 +68,7 @@ class SuiteFile(pytest.File):
     result: InvocationResult | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
-        from tamesu.config.load import validate_paths
+        from tamesu.config.loader import validate_paths
         from tamesu.errors import ConfigErrors
         from tamesu.runner.plan import plan
 

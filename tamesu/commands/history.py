@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_history(db: str | None) -> tuple[HistoryDB, int]:
     """The history named on the command line, else the project's, and its flaky window."""
-    from tamesu.config.load import load_project
+    from tamesu.config.loader import load_project
     from tamesu.errors import UsageError
     from tamesu.history import HistoryDB, history_path
 

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tamesu.config.load import validate_paths
+    from tamesu.config.loader import validate_paths
     from tamesu.runner.plan import plan
 
     color = bool(getattr(args, "use_color", False))

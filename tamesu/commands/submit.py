@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _working_dir(paths: list[Path], given: str | None) -> Path:
-    from tamesu.config.load import load_project
+    from tamesu.config.loader import load_project
     from tamesu.errors import UsageError
 
     if given:
@@ -124,7 +124,7 @@ def fetch_results(
 
 def run(args: argparse.Namespace) -> int:
     from tamesu.commands import EXIT_CONFIG, EXIT_INFRA, print_config_errors
-    from tamesu.config.load import validate_paths
+    from tamesu.config.loader import validate_paths
     from tamesu.errors import UsageError
     from tamesu.load.jobs import RayJobs
     from tamesu.runner.results import output_dir

@@ -33,7 +33,7 @@ def resolve_run_dir(arg: str | Path | None, *, cwd: Path | None = None) -> Path:
     cwd = cwd or Path.cwd()
     if arg is not None and (Path(arg) / "settings.json").is_file():
         return Path(arg)
-    from tamesu.config.load import load_project
+    from tamesu.config.loader import load_project
 
     found = load_project(cwd)
     project, project_dir = found if found else (None, None)

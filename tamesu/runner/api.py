@@ -33,7 +33,7 @@ from tamesu.runner.verdict import TestVerdict, exit_code, final_results, run_key
 from tamesu.secrets import Redactor
 
 if TYPE_CHECKING:
-    from tamesu.config.load import LoadedSuite
+    from tamesu.config.loader import LoadedSuite
     from tamesu.runner.spec import RunResult, RunSpec
 
 __all__ = ["InvocationResult", "RunOptions", "run", "run_async"]
@@ -214,7 +214,7 @@ def _resume_dir(opts: RunOptions, paths: list[str | Path]) -> Path | None:
     """``--resume DIR``, or ``--resume`` without suites: the newest run directory of the project.
     ``--resume`` with suites is looked up once they are loaded (the newest run of those suites)."""
     if opts.resume is True and not paths:
-        from tamesu.config.load import load_project
+        from tamesu.config.loader import load_project
 
         found = load_project(Path.cwd())
         project, project_dir = found if found else (None, None)
@@ -232,7 +232,7 @@ def _resume_dir(opts: RunOptions, paths: list[str | Path]) -> Path | None:
 
 
 def _load(paths: Sequence[str | Path], opts: RunOptions) -> list[LoadedSuite]:
-    from tamesu.config.load import validate_paths
+    from tamesu.config.loader import validate_paths
 
     report = validate_paths(paths, update_golden=opts.update_golden)
     if report.errors:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from tamesu.errors import SecretError, TemplateError
 
 if TYPE_CHECKING:
-    from tamesu.config.load import LoadedSuite
+    from tamesu.config.loader import LoadedSuite
     from tamesu.runner.scheduler import SuiteSetup
     from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor

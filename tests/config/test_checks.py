@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.config.checks import model_needs
-from tamesu.config.load import load_suite
+from tamesu.config.loader import load_suite
 from tamesu.errors import ConfigError, ConfigErrors, ModelUnavailable
 
 pytestmark = pytest.mark.unit

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.config.checks import MODEL_PACKS
-from tamesu.config.load import validate_paths
+from tamesu.config.loader import validate_paths
 from tamesu.errors import ModelUnavailable
 
 pytestmark = pytest.mark.unit

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tamesu.config.load import validate_paths
+from tamesu.config.loader import validate_paths
 from tamesu.errors import MissingExtraError, ModelError, ModelUnavailable
 from tamesu.models import ChatMessage, ModelRouter, ResponseCache, ToolSpec
 from tamesu.models.local_chat import _answer, answer_schema

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tamesu.actors.messages import FileRef, UserTurn
-from tamesu.config.load import validate_paths
+from tamesu.config.loader import validate_paths
 from tamesu.errors import TargetError
 from tests.targets.test_rest import json_app
 

@@ -10,7 +10,7 @@ import pytest
 from tamesu.actors.graph import run_graph
 from tamesu.actors.pools import LocalSpeechPool
 from tamesu.actors.services import RunServices
-from tamesu.config.load import load_suite
+from tamesu.config.loader import load_suite
 from tamesu.runner.plan import plan
 
 from .peers import AgentScript, Calls, calls

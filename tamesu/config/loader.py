@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from tamesu.config.yamlload import Positions, YamlDoc, parse_yaml
 from tamesu.errors import ConfigError, ConfigErrors, Unrunnable
@@ -332,21 +332,15 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(out)
 
 
-def find_suites(
-    paths: Iterable[Path | str], *, project_at: Callable[[Path], tuple[Any, Path] | None] | None = None
-) -> list[Path]:
+def find_suites(paths: Iterable[Path | str]) -> list[Path]:
     """The suite files named by ``paths``: files as given; folders through the project's ``suites``
-    globs, else every ``*.yaml`` / ``*.yml`` below them with a top-level ``suite:`` key.
-
-    ``project_at`` finds a folder's project as ``load_project`` does (the default); validate's
-    fast path passes one that returns tamesu.yaml's plain mapping instead of the model.
-    """
+    globs, else every ``*.yaml`` / ``*.yml`` below them with a top-level ``suite:`` key."""
     out: list[Path] = []
     for p in map(Path, paths):
         if not p.is_dir():
             out.append(p)
             continue
-        globs = _project_globs(p, project_at or load_project)
+        globs = _project_globs(p)
         if globs is not None:
             root, patterns = globs
             matchers = [_glob_regex(g) for g in patterns]
@@ -367,23 +361,14 @@ def find_suites(
     return unique
 
 
-def _project_globs(
-    folder: Path, project_at: Callable[[Path], tuple[Any, Path] | None]
-) -> tuple[Path, list[str]] | None:
+def _project_globs(folder: Path) -> tuple[Path, list[str]] | None:
     """The project's ``suites`` globs when ``folder`` is the project's folder and it sets them."""
-    candidate = folder / PROJECT_FILE
-    if not candidate.is_file():
+    if not (folder / PROJECT_FILE).is_file():
         return None
-    found = project_at(folder)
+    found = load_project(folder)
     if not found:
         return None
-    project = found[0]
-    if isinstance(project, Mapping):
-        from tamesu.config._fastschema import DEFAULT_SUITE_GLOBS
-
-        patterns = project.get("suites", list(DEFAULT_SUITE_GLOBS))
-    else:
-        patterns = getattr(project, "suites", None)
+    patterns = found[0].suites
     if not patterns:
         return None
     return found[1], [patterns] if isinstance(patterns, str) else list(patterns)

@@ -8,7 +8,7 @@ import pytest
 
 from tamesu.config import Suite
 from tamesu.config.errors_map import accepted_keys, did_you_mean, model_at
-from tamesu.config.load import load_suite
+from tamesu.config.loader import load_suite
 from tamesu.errors import ConfigError, ConfigErrors
 
 pytestmark = pytest.mark.unit
@@ -76,7 +76,7 @@ def test_target_type_is_checked_against_every_type(tmp_path: Path) -> None:
     head = "suite: demo\ntargets:\n  api: { type: reest, url: x }\ntests:\n  - { name: a, target: api }\n"
     err = one(tmp_path, "", head)
     assert err.path == "targets.api.type"
-    assert err.message.startswith("expected one of browser, rest,") and err.message.endswith("got 'reest'")
+    assert err.message.startswith("expected one of a2a, browser,") and err.message.endswith("got 'reest'")
     assert err.hint == "did you mean 'rest'?"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import tamesu
 from tamesu.config import Project, Suite
-from tamesu.config.load import LoadedSuite, find_suites, load_project, load_suite, validate_paths
+from tamesu.config.loader import LoadedSuite, find_suites, load_project, load_suite, validate_paths
 from tamesu.errors import ConfigErrors
 
 pytestmark = pytest.mark.unit
