@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from tamesu.durations import format_duration
 from tamesu.errors import ClusterLost, HookError
 from tamesu.load.shapes import ArrivalSchedule, target_in_flight
 from tamesu.load.stats import CallSample, LoadStats, sample_of
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
-from tamesu.runner.scheduler import Budget, human_duration
+from tamesu.runner.scheduler import Budget
 from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import result_of
 from tamesu.templates import Scope
@@ -351,7 +352,7 @@ class LoadDriver:
                 self.placement.run(spec, secrets=secrets, timeout=spec.timeout), spec.timeout + _BACKSTOP
             )
         except asyncio.TimeoutError:
-            return None, f"timed out after {human_duration(spec.timeout)}", "timeout", True
+            return None, f"timed out after {format_duration(spec.timeout)}", "timeout", True
         except ClusterLost:
             raise
         except Exception as exc:
@@ -362,7 +363,7 @@ class LoadDriver:
             return outcome, None, None, False
         kind = getattr(outcome, "error_kind", None) or "agent"
         if kind == "timeout":
-            error = f"timed out after {human_duration(spec.timeout)}"
+            error = f"timed out after {format_duration(spec.timeout)}"
         return outcome, str(error), kind, bool(getattr(outcome, "retryable", False))
 
     def _record(

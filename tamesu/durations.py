@@ -48,12 +48,13 @@ def _no_unit(number: str) -> str:
 
 
 def format_duration(seconds: float) -> str:
+    """A duration as a suite writes it, which ``parse_duration`` reads back: ``250ms``, ``1.5s``,
+    ``1m30s``, ``2h5m``; the one way every message and report writes a duration."""
     if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
+        return f"{round(seconds * 1000, 3):g}ms"
     if seconds < 60:
-        return f"{seconds:.1f}s"
-    m, s = divmod(round(seconds), 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m"
+        return f"{round(seconds, 3):g}s"
+    whole = round(seconds)
+    h, rest = divmod(whole, 3600)
+    m, s = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)

@@ -23,8 +23,13 @@ def test_parse_duration_rejects(text: object) -> None:
         parse_duration(text)  # type: ignore[arg-type]
 
 
-def test_format_duration() -> None:
-    assert [format_duration(s) for s in (0.25, 12.34, 75, 3725)] == ["250ms", "12.3s", "1m15s", "1h02m"]
+def test_format_duration_writes_what_parse_duration_reads() -> None:
+    assert [format_duration(s) for s in (0.25, 12.34, 75, 3725)] == ["250ms", "12.34s", "1m15s", "1h2m5s"]
+    assert [format_duration(s) for s in (180, 90, 0.5, 3600, 60)] == ["3m", "1m30s", "500ms", "1h", "1m"]
+    for seconds in (0.0005, 0.25, 1.5, 59.999, 75, 3725, 86400):
+        assert parse_duration(format_duration(seconds)) == pytest.approx(
+            seconds if seconds < 60 else round(seconds)
+        )
 
 
 def test_registry_lazy_entry_and_unknown() -> None:

@@ -43,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _age(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    from tamesu.runner.scheduler import human_duration
+    from tamesu.durations import format_duration
 
-    return human_duration(round(seconds))
+    return format_duration(round(seconds))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tamesu.durations import parse_duration
+from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import HookError
 from tamesu.templates import render, render_command, render_text, render_url
 
@@ -159,7 +159,7 @@ async def _run_command(
             code = await asyncio.wait_for(proc.wait(), timeout)
         except asyncio.TimeoutError:
             await _kill_group(proc)
-            return HookOutcome(False, f"timed out after {timeout:g}s (killed)", hook=label)
+            return HookOutcome(False, f"timed out after {format_duration(timeout)} (killed)", hook=label)
         except asyncio.CancelledError:
             await _kill_group(proc)
             raise
@@ -210,7 +210,11 @@ async def _run_http(
     try:
         response = await client.request(method, url, headers=headers, timeout=timeout, **body)
     except httpx.HTTPError as exc:
-        why = f"timed out after {timeout:g}s" if is_timeout(exc) else describe_http_error(exc, url)
+        why = (
+            f"timed out after {format_duration(timeout)}"
+            if is_timeout(exc)
+            else describe_http_error(exc, url)
+        )
         return HookOutcome(False, redactor.redact(why), hook=label)
     finally:
         if http is None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tamesu.clock import within
+from tamesu.durations import format_duration
 from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import ResultWriter, redact_result
@@ -45,7 +46,6 @@ __all__ = [
     "ScheduleOutcome",
     "Scheduler",
     "SuiteSetup",
-    "human_duration",
 ]
 
 _BACKSTOP = 15.0
@@ -183,16 +183,6 @@ class _SuiteState:
     setup_done: bool = False
     setup_error: str | None = None
     torn_down: bool = False
-
-
-def human_duration(seconds: float) -> str:
-    """``3m``, ``90s`` -> ``1m30s``, ``0.5s``: how a suite would write it."""
-    if seconds < 60 and seconds != int(seconds):
-        return f"{seconds:g}s"
-    whole = round(seconds)
-    h, rest = divmod(whole, 3600)
-    m, s = divmod(rest, 60)
-    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v) or "0s"
 
 
 class Scheduler:
@@ -452,7 +442,7 @@ class Scheduler:
 
     @staticmethod
     def _timeout_text(spec: RunSpec) -> str:
-        return f"timed out after {human_duration(spec.timeout)}"
+        return f"timed out after {format_duration(spec.timeout)}"
 
     def _build_result(
         self, spec: RunSpec, answer: _GraphAnswer, attempt: int, wall: float, duration: float
