@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tamesu.config._fastschema import BUILTIN_PACKS
+from tamesu.config.assertions.custom import BUILTIN_PACKS
 from tamesu.errors import ConfigError
 from tamesu.registry import Registry
 

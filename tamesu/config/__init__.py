@@ -1,9 +1,10 @@
 """The suite and tamesu.yaml models, and the JSON Schema built from them.
 
-Every name here is imported on first use: ``import tamesu.config.load`` (what ``tamesu validate``
+Every name here is imported on first use: ``import tamesu.config.loader`` (what ``tamesu validate``
 needs) must not pay for pydantic and the model classes, which importing this package would
 otherwise do before any of its modules. Loading files with line numbers lives in
-``tamesu.config.load``.
+``tamesu.config.loader``; the registries of target types and assertion kinds in
+``tamesu.config.kinds``.
 """
 
 from __future__ import annotations
@@ -12,28 +13,41 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tamesu.config.assertion import (
-        ASSERTION_KINDS,
         Assertion,
+        OnTurn,
+    )
+    from tamesu.config.assertions.conversation import (
         CapturedAssertion,
         Delegation,
-        DTMFAssertion,
-        Evaluator,
-        GoldenAssertion,
-        GroundedAssertion,
-        GroundedContext,
         HandoffAssertion,
         IntCompare,
-        JSONPathAssertion,
-        Judge,
-        Matches,
         MetricAssertion,
-        OnTurn,
+    )
+    from tamesu.config.assertions.golden import (
+        GoldenAssertion,
+    )
+    from tamesu.config.assertions.graded import (
+        Evaluator,
+        GroundedAssertion,
+        GroundedContext,
+        Judge,
         Similar,
+    )
+    from tamesu.config.assertions.response import (
+        JSONPathAssertion,
+    )
+    from tamesu.config.assertions.state import (
         StateCommand,
         StateHTTP,
-        StringList,
+    )
+    from tamesu.config.assertions.tools import (
         ToolCall,
         ToolSequence,
+    )
+    from tamesu.config.assertions.voice import (
+        DTMFAssertion,
+        Matches,
+        StringList,
     )
     from tamesu.config.common import (
         ConfigModel,
@@ -41,6 +55,12 @@ if TYPE_CHECKING:
         Hook,
         Hooks,
         HTTPTrigger,
+        RESTOpen,
+        RESTSession,
+    )
+    from tamesu.config.kinds import (
+        assertion_kinds,
+        target_kinds,
     )
     from tamesu.config.project import (
         Budgets,
@@ -84,63 +104,98 @@ if TYPE_CHECKING:
         Test,
     )
     from tamesu.config.target import (
-        TARGET_KEYS,
+        Target,
+        TargetConfig,
+        parse_target,
+    )
+    from tamesu.config.targets.a2a import (
+        A2ATarget,
+        Push,
+    )
+    from tamesu.config.targets.base import (
+        ConnectConfig,
+        HandoffSignal,
+    )
+    from tamesu.config.targets.browser import (
         BrowserAuth,
         BrowserMock,
         BrowserOptions,
-        ConnectConfig,
+        BrowserTarget,
+    )
+    from tamesu.config.targets.grpc import (
+        GrpcTarget,
+    )
+    from tamesu.config.targets.livekit import (
         Dispatch,
-        HandoffSignal,
+        LivekitTarget,
+    )
+    from tamesu.config.targets.mcp import (
+        McpTarget,
+    )
+    from tamesu.config.targets.model import (
+        ModelTarget,
+        ToolDef,
+    )
+    from tamesu.config.targets.pipecat import (
+        PipecatTarget,
+    )
+    from tamesu.config.targets.realtime import (
+        RealtimeTarget,
+    )
+    from tamesu.config.targets.rest import (
         HandshakeStep,
-        Push,
         RESTListen,
-        RESTOpen,
         RESTPoll,
         RESTRequest,
         RESTResponse,
-        RESTSession,
-        Target,
-        ToolDef,
+        RestTarget,
+    )
+    from tamesu.config.targets.sip import (
+        SipTarget,
         Trigger,
+    )
+    from tamesu.config.targets.twilio import (
+        TwilioTarget,
+    )
+    from tamesu.config.targets.voice import (
         VoiceAudio,
         VoiceMessages,
+        VoiceTarget,
     )
 
 _LAZY: dict[str, str] = {
     "Assertion": "tamesu.config.assertion",
-    "ASSERTION_KINDS": "tamesu.config.assertion",
-    "CapturedAssertion": "tamesu.config.assertion",
-    "Delegation": "tamesu.config.assertion",
-    "DTMFAssertion": "tamesu.config.assertion",
-    "Evaluator": "tamesu.config.assertion",
-    "GoldenAssertion": "tamesu.config.assertion",
-    "GroundedAssertion": "tamesu.config.assertion",
-    "GroundedContext": "tamesu.config.assertion",
-    "HandoffAssertion": "tamesu.config.assertion",
-    "IntCompare": "tamesu.config.assertion",
-    "JSONPathAssertion": "tamesu.config.assertion",
-    "Judge": "tamesu.config.assertion",
-    "Matches": "tamesu.config.assertion",
-    "MetricAssertion": "tamesu.config.assertion",
     "OnTurn": "tamesu.config.assertion",
-    "Similar": "tamesu.config.assertion",
-    "StateCommand": "tamesu.config.assertion",
-    "StateHTTP": "tamesu.config.assertion",
-    "StringList": "tamesu.config.assertion",
-    "ToolCall": "tamesu.config.assertion",
-    "ToolSequence": "tamesu.config.assertion",
+    "CapturedAssertion": "tamesu.config.assertions.conversation",
+    "Delegation": "tamesu.config.assertions.conversation",
+    "HandoffAssertion": "tamesu.config.assertions.conversation",
+    "IntCompare": "tamesu.config.assertions.conversation",
+    "MetricAssertion": "tamesu.config.assertions.conversation",
+    "DTMFAssertion": "tamesu.config.assertions.voice",
+    "Matches": "tamesu.config.assertions.voice",
+    "StringList": "tamesu.config.assertions.voice",
+    "Evaluator": "tamesu.config.assertions.graded",
+    "GroundedAssertion": "tamesu.config.assertions.graded",
+    "GroundedContext": "tamesu.config.assertions.graded",
+    "Judge": "tamesu.config.assertions.graded",
+    "Similar": "tamesu.config.assertions.graded",
+    "GoldenAssertion": "tamesu.config.assertions.golden",
+    "JSONPathAssertion": "tamesu.config.assertions.response",
+    "StateCommand": "tamesu.config.assertions.state",
+    "StateHTTP": "tamesu.config.assertions.state",
+    "ToolCall": "tamesu.config.assertions.tools",
+    "ToolSequence": "tamesu.config.assertions.tools",
     "ConfigModel": "tamesu.config.common",
     "Duration": "tamesu.config.common",
     "Hook": "tamesu.config.common",
     "Hooks": "tamesu.config.common",
     "HTTPTrigger": "tamesu.config.common",
+    "RESTOpen": "tamesu.config.common",
+    "RESTSession": "tamesu.config.common",
+    "assertion_kinds": "tamesu.config.kinds",
+    "target_kinds": "tamesu.config.kinds",
     "Budgets": "tamesu.config.project",
     "Defaults": "tamesu.config.project",
-    "effective_budgets": "tamesu.config.project",
-    "effective_defaults": "tamesu.config.project",
-    "effective_models": "tamesu.config.project",
-    "effective_secrets": "tamesu.config.project",
-    "effective_vars": "tamesu.config.project",
     "LiveKitConfig": "tamesu.config.project",
     "ModelFallback": "tamesu.config.project",
     "ModelRetry": "tamesu.config.project",
@@ -149,6 +204,11 @@ _LAZY: dict[str, str] = {
     "ProjectHooks": "tamesu.config.project",
     "ProviderConfig": "tamesu.config.project",
     "SipConfig": "tamesu.config.project",
+    "effective_budgets": "tamesu.config.project",
+    "effective_defaults": "tamesu.config.project",
+    "effective_models": "tamesu.config.project",
+    "effective_secrets": "tamesu.config.project",
+    "effective_vars": "tamesu.config.project",
     "build_schema": "tamesu.config.schema",
     "dump_schema": "tamesu.config.schema",
     "Behaviors": "tamesu.config.suite",
@@ -169,26 +229,37 @@ _LAZY: dict[str, str] = {
     "Step": "tamesu.config.suite",
     "Suite": "tamesu.config.suite",
     "Test": "tamesu.config.suite",
-    "BrowserAuth": "tamesu.config.target",
-    "BrowserMock": "tamesu.config.target",
-    "BrowserOptions": "tamesu.config.target",
-    "ConnectConfig": "tamesu.config.target",
-    "Dispatch": "tamesu.config.target",
-    "HandoffSignal": "tamesu.config.target",
-    "HandshakeStep": "tamesu.config.target",
-    "Push": "tamesu.config.target",
-    "RESTListen": "tamesu.config.target",
-    "RESTOpen": "tamesu.config.target",
-    "RESTPoll": "tamesu.config.target",
-    "RESTRequest": "tamesu.config.target",
-    "RESTResponse": "tamesu.config.target",
-    "RESTSession": "tamesu.config.target",
     "Target": "tamesu.config.target",
-    "TARGET_KEYS": "tamesu.config.target",
-    "ToolDef": "tamesu.config.target",
-    "Trigger": "tamesu.config.target",
-    "VoiceAudio": "tamesu.config.target",
-    "VoiceMessages": "tamesu.config.target",
+    "TargetConfig": "tamesu.config.target",
+    "parse_target": "tamesu.config.target",
+    "ConnectConfig": "tamesu.config.targets.base",
+    "HandoffSignal": "tamesu.config.targets.base",
+    "HandshakeStep": "tamesu.config.targets.rest",
+    "RESTListen": "tamesu.config.targets.rest",
+    "RESTPoll": "tamesu.config.targets.rest",
+    "RESTRequest": "tamesu.config.targets.rest",
+    "RESTResponse": "tamesu.config.targets.rest",
+    "RestTarget": "tamesu.config.targets.rest",
+    "ModelTarget": "tamesu.config.targets.model",
+    "ToolDef": "tamesu.config.targets.model",
+    "RealtimeTarget": "tamesu.config.targets.realtime",
+    "PipecatTarget": "tamesu.config.targets.pipecat",
+    "VoiceAudio": "tamesu.config.targets.voice",
+    "VoiceMessages": "tamesu.config.targets.voice",
+    "VoiceTarget": "tamesu.config.targets.voice",
+    "TwilioTarget": "tamesu.config.targets.twilio",
+    "Dispatch": "tamesu.config.targets.livekit",
+    "LivekitTarget": "tamesu.config.targets.livekit",
+    "SipTarget": "tamesu.config.targets.sip",
+    "Trigger": "tamesu.config.targets.sip",
+    "McpTarget": "tamesu.config.targets.mcp",
+    "A2ATarget": "tamesu.config.targets.a2a",
+    "Push": "tamesu.config.targets.a2a",
+    "GrpcTarget": "tamesu.config.targets.grpc",
+    "BrowserAuth": "tamesu.config.targets.browser",
+    "BrowserMock": "tamesu.config.targets.browser",
+    "BrowserOptions": "tamesu.config.targets.browser",
+    "BrowserTarget": "tamesu.config.targets.browser",
 }
 """Public name -> the module that defines it."""
 
@@ -205,13 +276,13 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ASSERTION_KINDS",
-    "TARGET_KEYS",
+    "A2ATarget",
     "Assertion",
     "Behaviors",
     "BrowserAuth",
     "BrowserMock",
     "BrowserOptions",
+    "BrowserTarget",
     "Budgets",
     "Capture",
     "CapturedAssertion",
@@ -229,6 +300,7 @@ __all__ = [
     "GoldenAssertion",
     "GroundedAssertion",
     "GroundedContext",
+    "GrpcTarget",
     "HTTPTrigger",
     "HandoffAssertion",
     "HandoffSignal",
@@ -239,13 +311,17 @@ __all__ = [
     "JSONPathAssertion",
     "Judge",
     "LiveKitConfig",
+    "LivekitTarget",
     "Matches",
+    "McpTarget",
     "MetricAssertion",
     "ModelFallback",
     "ModelRetry",
+    "ModelTarget",
     "Models",
     "OnTurn",
     "Persona",
+    "PipecatTarget",
     "Project",
     "ProjectHooks",
     "ProviderConfig",
@@ -257,29 +333,36 @@ __all__ = [
     "RESTRequest",
     "RESTResponse",
     "RESTSession",
+    "RealtimeTarget",
     "RedTeam",
     "RemoteAgent",
     "RemoteExtended",
     "RemoteReply",
     "RemoteSkill",
+    "RestTarget",
     "Scenario",
     "ScriptFile",
     "ScriptStep",
     "Similar",
     "SipConfig",
+    "SipTarget",
     "StateCommand",
     "StateHTTP",
     "Step",
     "StringList",
     "Suite",
     "Target",
+    "TargetConfig",
     "Test",
     "ToolCall",
     "ToolDef",
     "ToolSequence",
     "Trigger",
+    "TwilioTarget",
     "VoiceAudio",
     "VoiceMessages",
+    "VoiceTarget",
+    "assertion_kinds",
     "build_schema",
     "dump_schema",
     "effective_budgets",
@@ -287,4 +370,6 @@ __all__ = [
     "effective_models",
     "effective_secrets",
     "effective_vars",
+    "parse_target",
+    "target_kinds",
 ]

@@ -1,8 +1,9 @@
 """Checks that need the whole suite: names that refer to other parts, templates, files, dates.
 
-The models check each object on its own; these checks run after them, on the file's plain data
-(it still carries the key paths the position table knows), so ``tamesu validate`` runs the very
-same checks whether or not it built the models. Each problem is a located ConfigError.
+The models check each object on its own; these checks run after them, on the file's plain data:
+it still carries the key paths the position table knows, and the checks still run when the models
+refused part of the file, so every problem of a file is reported at once. Each problem is a
+located ConfigError.
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ def _assertions(data: dict[str, Any]) -> Iterator[tuple[KeyPath, str, Any]]:
 
 
 def _check_assertion_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
-    from tamesu.config._fastschema import BUILTIN_PACKS
+    from tamesu.config.assertions.custom import BUILTIN_PACKS
 
     remote = list((data.get("remote_agents") or {}).keys())
     packs = [*BUILTIN_PACKS, *(data.get("packs") or {}).keys()]

@@ -1,5 +1,5 @@
 """Building blocks shared by the configuration models: the strict base, value types, short forms,
-and the HTTP request objects that hooks, triggers and rest targets share.
+and the HTTP requests and the session that hooks, triggers and every target type share.
 
 Everything here is cheap to import: pydantic only. Constraints are written as pydantic constraints
 (ge/le/pattern/Literal) so they are checked in Rust and also show up in the JSON Schema; a Python
@@ -31,17 +31,12 @@ __all__ = [
     "F",
     "Fraction",
     "HTTPTrigger",
-    "HandshakeStep",
     "Hook",
     "Hooks",
     "HttpMethod",
     "HttpStatus",
     "PositiveInt",
-    "RESTListen",
     "RESTOpen",
-    "RESTPoll",
-    "RESTRequest",
-    "RESTResponse",
     "RESTSession",
     "ShortForm",
     "StrMap",
@@ -275,185 +270,6 @@ class Hooks(ConfigModel):
         [{"command": "./scripts/cleanup.sh $TAMESU_SESSION"}],
         default_factory=list,
     )
-
-
-class HandshakeStep(ConfigModel):
-    """One exchange right after a websocket connects: send a message, optionally wait for the answer."""
-
-    send: Any = F(
-        "The message to send; for socket.io a mapping with event and data.",
-        {"event": "session.create", "data": {}},
-        default=None,
-    )
-    wait: str | None = F(
-        "A JSONPath that must be truthy on some received message before going on.",
-        "$[?(@.event=='session.created')].event",
-        default=None,
-    )
-    capture: StrMap | None = F(
-        "Values to keep from the awaited message, by name, as JSONPaths; they render as {{session.NAME}}.",
-        {"session_key": "$[?(@.event=='session.created')].data.sessionKey"},
-        default=None,
-    )
-    timeout: Duration | None = F(
-        "The longest to wait for the message; the turn timeout when unset.", "10s", default=None
-    )
-
-
-class RESTRequest(ConfigModel):
-    """How a user turn is sent to a rest target."""
-
-    body: Any = F(
-        "The body template; {{message}} is the user's turn and {{session}} the session id.",
-        {"session_id": "{{session}}", "message": "{{message}}"},
-        default=None,
-    )
-    open: Any = F(
-        "streaming websocket: a message sent once, right after connecting.",
-        {"type": "open", "session_id": "{{session}}"},
-        default=None,
-    )
-    capture: StrMap | None = F(
-        "With response.poll: values to keep from the answer to the sent request, by name (JSONPaths); "
-        "they render as {{sent.NAME}} in that turn's polls.",
-        {"ts": "$.ts"},
-        default=None,
-    )
-    handshake: list[HandshakeStep] | None = F(
-        "streaming websocket: exchanges made once after connecting (after open); each may wait for a "
-        "message and keep values from it as {{session.NAME}}.",
-        [
-            {
-                "send": {
-                    "event": "client.start",
-                    "data": {
-                        "userID": "{{session}}",
-                        "projectID": "{{vars.project_id}}",
-                        "authorization": "{{secrets.VF_KEY}}",
-                    },
-                },
-                "wait": "$[?(@.event=='client.started')].event",
-            }
-        ],
-        default=None,
-    )
-
-
-class RESTPoll(ConfigModel):
-    """An endpoint polled for the agent's answer after each turn (a chat channel's history)."""
-
-    url: str = F(
-        "What to poll; {{session.NAME}}, {{sent.NAME}} and {{cursor}} render in it.",
-        "https://slack.com/api/conversations.replies?channel={{vars.channel}}&ts={{sent.ts}}",
-    )
-    method: HttpMethod = F("The HTTP method.", "GET", default="GET")
-    headers: StrMap | None = F(
-        "Request headers; templates render in them.",
-        {"Authorization": "Bearer {{secrets.SLACK_USER_TOKEN}}"},
-        default=None,
-    )
-    body: Any = F(
-        "The body template; nothing is sent when unset.", {"conversation": "{{session.id}}"}, default=None
-    )
-    interval: Duration = F("Pause between two polls.", "1s", default="500ms")
-    timeout: Duration = F("How long to wait for an answer before the turn fails.", "30s", default="60s")
-    idle: Duration | None = F(
-        "After the first answer, keep polling until nothing new arrives for this long (agents that "
-        "answer in several messages); unset ends the turn at the first answer.",
-        "3s",
-        default=None,
-    )
-    cursor: str | None = F(
-        "A JSONPath into each poll answer whose value becomes {{cursor}} in the next poll; with it answers "
-        "add up, without it each poll replaces the previous one.",
-        "$.watermark",
-        default=None,
-    )
-
-
-class RESTListen(ConfigModel):
-    """A local API the agent calls to answer (a bot replying through its platform's send endpoint)."""
-
-    addr: str | None = F(
-        "host:port to listen on; a free 127.0.0.1 port when unset. Its URL renders as {{listen.url}}.",
-        "127.0.0.1:8089",
-        default=None,
-    )
-    path: str | None = F(
-        "Which requests carry the agent's replies: an optional method, then a path with * wildcards; a "
-        "trailing / matches a prefix. Every request when unset; the others are answered but not read.",
-        "POST /bot*/sendMessage",
-        default=None,
-    )
-    session: str | None = F(
-        "A JSONPath to the session id in the incoming payload, to route requests when tests run in "
-        "parallel; the oldest open session when unset.",
-        "$.chat_id",
-        default=None,
-    )
-    reply: Any = F(
-        "The JSON answered to the agent's requests; templates render in it.",
-        {"ok": True, "result": {"message_id": 1}},
-        default_factory=lambda: {"ok": True},
-    )
-    status: HttpStatus = F("The status answered.", 200, default=200)
-    timeout: Duration = F(
-        "Time allowed for the agent's call to arrive; the turn fails after it.", "30s", default="60s"
-    )
-    idle: Duration | None = F(
-        "After the first reply, keep listening until nothing new arrives for this long; unset ends the "
-        "turn at the first request with content.",
-        "1s",
-        default=None,
-    )
-
-
-class RESTResponse(ConfigModel):
-    """How the agent's turn is read from a rest target's answers (JSONPaths)."""
-
-    model_config = ConfigDict(json_schema_extra={"not": set_schema("poll", "listen")})
-
-    text: str | None = F("Where the reply text sits in the answer (a JSONPath).", "$.reply", default=None)
-    tool_calls: str | None = F(
-        "JSONPath of the names of the tools the agent called.", "$.tool_calls[*]", default=None
-    )
-    done: str | None = F("JSONPath of a boolean that ends the conversation.", "$.end_session", default=None)
-    turn_done: str | None = F(
-        "streaming websocket: JSONPath of a boolean that ends the turn; without it, silence does.",
-        "$.done",
-        default=None,
-    )
-    idle: Duration | None = F(
-        "streaming websocket: the silence that ends a turn when no message marks its end (2s when unset).",
-        "2s",
-        default=None,
-    )
-    join: str | None = F(
-        "Plain JSON: what goes between several text matches of one reply; nothing when unset.",
-        "\n",
-        default=None,
-    )
-    poll: RESTPoll | None = F(
-        "The answer arrives elsewhere: poll this endpoint after each turn and read text, tool_calls and "
-        "done from what it returns.",
-        {
-            "url": "{{vars.api}}/conversations/{{session.id}}/activities?watermark={{cursor}}",
-            "cursor": "$.watermark",
-        },
-        default=None,
-    )
-    listen: RESTListen | None = F(
-        "The answer arrives as a call to an API: serve it locally and read text, tool_calls and done from "
-        "the agent's requests.",
-        {"addr": "127.0.0.1:8089", "path": "POST /bot*/sendMessage", "session": "$.chat_id"},
-        default=None,
-    )
-
-    @model_validator(mode="after")
-    def _poll_or_listen(self) -> "RESTResponse":
-        if self.poll is not None and self.listen is not None:
-            raise PydanticCustomError("poll_and_listen", "response takes poll or listen, not both")
-        return self
 
 
 class RESTOpen(ConfigModel):

@@ -2,9 +2,9 @@
 
 A suite can be right and still not run everywhere: a ``${VAR}`` is not set here, a secret's
 variable or file is missing, an extra is not installed, the STT engine installed cannot hear the
-test's language, or this version of tamesu has no adapter for a target type or no evaluator for an
-assertion kind yet. Each such problem is an ``Unrunnable``: ``tamesu validate`` prints it as a
-warning naming what to set or install (an error with ``--strict``), and ``tamesu run`` reports the
+test's language, or a target type or assertion kind is registered with no adapter or evaluator yet.
+Each such problem is an ``Unrunnable``: ``tamesu validate`` prints it as a warning naming what to
+set or install (an error with ``--strict``), and ``tamesu run`` reports the
 tests it reaches as errors without running them, while the others run. ``Reach`` says which tests
 a part of a suite reaches; the runner uses it too, to resolve only the secrets its tests use.
 """
@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tamesu.config.kinds import assertion_kinds, target_kinds
 from tamesu.config.yamlload import KeyPath, Positions, format_path
 from tamesu.errors import Unrunnable
 from tamesu.templates import template_names
 
 __all__ = [
-    "BUILTIN_ADAPTERS",
-    "BUILTIN_EVALUATORS",
-    "TYPE_EXTRAS",
     "Reach",
     "audio_tests",
     "check_environment",
@@ -35,21 +33,6 @@ __all__ = [
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SHARED = ("hooks", "defaults")
 """Parts of a suite (and of tamesu.yaml) that every test runs."""
-_AUDIO_ONLY = frozenset({"voice", "twilio", "sip"})
-_AUDIO_MODE = frozenset({"realtime", "pipecat", "livekit"})
-BUILTIN_ADAPTERS = frozenset(
-    {"rest", "model", "realtime", "pipecat", "voice", "twilio", "a2a", "mcp", "grpc", "browser"}
-)
-"""Target types tamesu registers an adapter for, known without importing the registry (a test keeps
-it equal to the registry's built-ins); any other type is looked up in the registry."""
-TYPE_EXTRAS = {"mcp": "mcp", "grpc": "grpc", "browser": "browser"}
-"""Target types whose adapter needs an extra (``tamesu.extras``): validate warns when it is missing."""
-BUILTIN_EVALUATORS = frozenset({
-    "contains", "not_contains", "regex", "not_regex", "tool_called", "tool_not_called", "tool_sequence",
-    "json_path", "status", "turns", "captured", "handoff", "metric", "golden", "http", "command", "custom",
-    "judge", "similar_to", "grounded", "evaluator", "dtmf_received", "delegated_to",
-})  # fmt: skip
-"""Assertion kinds with a built-in evaluator (``tamesu.assertions.BUILTIN``), likewise."""
 
 
 def _strings(value: Any, path: KeyPath) -> Iterator[tuple[KeyPath, str]]:
@@ -217,7 +200,7 @@ class _Report:
         )  # fmt: skip
 
     def _project(self) -> tuple[str, Positions]:
-        from tamesu.config.load import display_path, read_doc
+        from tamesu.config.loader import display_path, read_doc
 
         if self.project_file is None:  # a project given as data alone
             return "tamesu.yaml", Positions()
@@ -237,7 +220,7 @@ def check_environment(
     project_dir: Path | None = None,
 ) -> list[Unrunnable]:
     """Every part of a valid suite that this environment cannot run, with the tests it reaches."""
-    from tamesu.config.load import PROJECT_FILE
+    from tamesu.config.loader import PROJECT_FILE
 
     reach = Reach(data, project)
     report = _Report(reach, file, positions, project_dir / PROJECT_FILE if project_dir else None)
@@ -302,39 +285,36 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 
 def _adapters(report: _Report, data: Mapping[str, Any]) -> None:
+    """A target type whose adapter needs an extra that is missing, or that has no adapter yet."""
+    without = target_kinds.without_adapter()
     for name, target in report.reach.targets.items():
         kind = _get(target, "type")
-        if kind in TYPE_EXTRAS:
+        extra = target_kinds.get(kind).extra if kind in target_kinds else None
+        if extra is not None:
             from tamesu.extras import EXTRAS
 
-            extra = EXTRAS[TYPE_EXTRAS[kind]]
-            if missing := extra.missing():
+            needed = EXTRAS[extra]
+            if missing := needed.missing():
                 report.add(
-                    f"a {kind} target needs the {extra.name} extra ({', '.join(missing)} not installed)",
-                    ("targets", name, "type"), kind="extra", hint=extra.install,
+                    f"a {kind} target needs the {needed.name} extra ({', '.join(missing)} not installed)",
+                    ("targets", name, "type"), kind="extra", hint=needed.install,
                 )  # fmt: skip
-        if not isinstance(kind, str) or kind in BUILTIN_ADAPTERS:
-            continue
-        from tamesu.targets import targets
-
-        if kind not in targets:
+        if kind in without:
             report.add(
                 f"the {kind} target type has no adapter in this version of tamesu yet", ("targets", name, "type"),
-                kind="adapter", hint=f"its tests are reported as errors; adapters: {', '.join(targets.names())}",
+                kind="adapter", hint=f"its tests are reported as errors; adapters: {', '.join(target_kinds.with_adapter())}",
             )  # fmt: skip
 
 
 def _evaluators(report: _Report, data: Mapping[str, Any]) -> None:
+    """An assertion kind registered with no evaluator."""
     from tamesu.config.checks import assertion_lists
 
+    without = assertion_kinds.without_evaluator()
     for path, items in assertion_lists(dict(data)):
         for j, item in enumerate(items):
             for kind in item if isinstance(item, Mapping) else ():
-                if kind in BUILTIN_EVALUATORS or kind in ("pack", "on_turn"):
-                    continue
-                from tamesu.assertions import assertions
-
-                if kind not in assertions:
+                if kind in without:
                     report.add(
                         f"the {kind} assertion has no evaluator in this version of tamesu yet", (*path, j, kind),
                         kind="adapter", hint="the tests that assert it are reported as errors",
@@ -348,17 +328,16 @@ def audio_tests(data: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any
         target = targets.get(str(test.get("target"))) if isinstance(test, Mapping) else None
         if not isinstance(target, Mapping):
             continue
-        kind, mode = target.get("type"), test.get("mode") or target.get("mode")
-        if kind in _AUDIO_ONLY or (kind in _AUDIO_MODE and mode == "audio"):
+        if target_kinds.carries_audio(target.get("type"), test.get("mode") or target.get("mode")):
             yield i, test, target
 
 
 def _voice(report: _Report, data: Mapping[str, Any]) -> None:
     """Audio tests need the voice extra, and an STT engine that hears their language."""
     from tamesu.extras import EXTRAS
-    from tamesu.targets import targets
 
-    calls = [(i, test, target) for i, test, target in audio_tests(data) if target.get("type") in targets]
+    with_adapter = target_kinds.with_adapter()
+    calls = [(i, test, target) for i, test, target in audio_tests(data) if target.get("type") in with_adapter]
     if not calls:
         return
     voice = EXTRAS["voice"]
@@ -408,7 +387,7 @@ def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
 
 
 def _browser(report: _Report, data: Mapping[str, Any]) -> None:
-    """browser targets need Chromium (and Playwright, through TYPE_EXTRAS); a step this
+    """browser targets need Chromium (and Playwright, the browser extra the registry names); a step this
     installation cannot run (a11y without axe-core vendored) makes its test an error that says so."""
     names = [name for name, t in report.reach.targets.items() if _get(t, "type") == "browser"]
     if not names:

@@ -281,6 +281,9 @@ def _pick(options: list[Any], data: Any) -> Any:
     """The member of a union that the data most likely meant."""
     if isinstance(data, dict):
         models = [o for o in options if _is_model(o)]
+        tagged = [m for m in models if _tag(m) is not None and _tag(m) == data.get("type")]
+        if tagged:
+            return tagged[0]
         if models:
             return max(models, key=lambda m: len(set(data) & set(_fields_by_key(m))))
     if isinstance(data, list):
@@ -291,6 +294,15 @@ def _pick(options: list[Any], data: Any) -> Any:
         if o is not type(None):
             return o
     return None
+
+
+def _tag(model: Any) -> Any:
+    """The one value a model's ``type`` field takes (a target type's config), else None."""
+    field = model.model_fields.get("type")
+    if field is None or typing.get_origin(field.annotation) is not typing.Literal:
+        return None
+    args = typing.get_args(field.annotation)
+    return args[0] if len(args) == 1 else None
 
 
 def model_at(root: type, path: KeyPath, data: Any) -> type | None:

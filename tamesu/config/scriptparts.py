@@ -1,9 +1,12 @@
 """What each target type can send of a script step, and the check that a suite asks no more.
 
 A script step may carry words (``say``), structured ``data``, ``files`` and keypad digits
-(``dtmf``). A target type sends only what its protocol has room for; anything else would be
-dropped on the way (or leave an empty message), so ``tamesu validate`` names the step and the type,
-and the adapters refuse such a turn the same way (``tamesu.targets.base.turn_text``).
+(``dtmf``). A target type sends only what its protocol has room for, per mode: its registration's
+``parts`` (``tamesu.config.kinds``). ``wait_for`` sends nothing and works everywhere; data goes as
+an a2a data part, as a grpc UserTurn's data, or as its JSON text on a line after the words; files as
+a2a file parts; dtmf as the protocol's keypad message or as in-band tones. Anything else would be dropped on the way (or leave
+an empty message), so ``tamesu validate`` names the step and the type, and the adapters refuse such
+a turn the same way (``tamesu.targets.base.turn_text``).
 """
 
 from __future__ import annotations
@@ -11,39 +14,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tamesu.config.kinds import target_kinds
 from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
 from tamesu.errors import ConfigError
 
-__all__ = ["PART_WORDS", "SCRIPT_PARTS", "carriers", "check_script_parts", "script_parts"]
-
-_SPEECH = frozenset({"say", "dtmf"})
-_TEXT = frozenset({"say"})
-_TEXT_AND_DATA = frozenset({"say", "data"})
-
-SCRIPT_PARTS: dict[str, dict[str, frozenset[str]]] = {
-    "a2a": {"text": frozenset({"say", "data", "files"})},
-    "model": {"text": _TEXT_AND_DATA},
-    "realtime": {"text": _TEXT_AND_DATA, "audio": _SPEECH},
-    "pipecat": {"text": _TEXT_AND_DATA, "audio": _SPEECH},
-    "livekit": {"text": _SPEECH, "audio": _SPEECH},
-    "sip": {"audio": _SPEECH},
-    "twilio": {"audio": _SPEECH},
-    "voice": {"audio": _SPEECH},
-    "rest": {"text": _TEXT},
-    "grpc": {"text": _TEXT_AND_DATA},
-    "mcp": {"text": _TEXT_AND_DATA},
-}
-"""Target type -> mode -> the parts of a script step it sends. ``wait_for`` sends nothing and works
-everywhere. data goes as an a2a data part, as a grpc UserTurn's data, or as its JSON text on a line
-after the words (model, mcp, and realtime and pipecat in text mode); files go as a2a file parts; dtmf as the protocol's keypad
-message or as in-band tones."""
+__all__ = ["PART_WORDS", "carriers", "check_script_parts", "script_parts"]
 
 PART_WORDS = {"data": "structured data", "files": "files", "dtmf": "keypad digits (dtmf)", "say": "words"}
 
 
 def script_parts(target_type: str, mode: str | None = None) -> frozenset[str] | None:
     """What ``target_type`` sends in ``mode`` (its only mode when it has one); None: not known here."""
-    modes = SCRIPT_PARTS.get(target_type)
+    modes = _modes(target_type)
     if not modes:
         return None
     if mode in modes:
@@ -51,10 +33,15 @@ def script_parts(target_type: str, mode: str | None = None) -> frozenset[str] | 
     return next(iter(modes.values())) if len(modes) == 1 else modes.get("text")
 
 
+def _modes(target_type: str) -> dict[str, frozenset[str]]:
+    return dict(target_kinds.get(target_type).parts) if target_type in target_kinds else {}
+
+
 def carriers(part: str) -> str:
     """The target types (and modes) that send ``part``, for hints."""
     out = []
-    for kind, modes in SCRIPT_PARTS.items():
+    for kind in target_kinds.names():
+        modes = _modes(kind)
         having = [m for m, parts in modes.items() if part in parts]
         if having:
             out.append(kind if len(having) == len(modes) else f"{kind} ({', '.join(having)})")
@@ -95,7 +82,7 @@ def _parts(step: Any) -> list[str]:
 
 def _error(doc: YamlDoc, path: KeyPath, name: str, kind: str, mode: Any, part: str) -> ConfigError:
     line, col = doc.positions.key(path)
-    in_mode = f" in {mode or 'text'} mode" if len(SCRIPT_PARTS.get(kind, {})) > 1 else ""
+    in_mode = f" in {mode or 'text'} mode" if len(_modes(kind)) > 1 else ""
     return ConfigError(
         f"target '{name}' is a {kind} target{in_mode}, which cannot send {PART_WORDS[part]} in a script step",
         file=doc.file,

@@ -24,7 +24,7 @@ from tamesu.secrets import Redactor
 
 if TYPE_CHECKING:
     from tamesu.actors.load import LoadOutcome
-    from tamesu.config.load import LoadedSuite
+    from tamesu.config.loader import LoadedSuite
     from tamesu.load.profile import LoadProfile
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.spec import RunSpec
@@ -180,17 +180,17 @@ def _profile(request: LoadRequest, loaded: Sequence[LoadedSuite], resume_dir: Pa
         raise UsageError(f"load profile: {exc}") from None
 
 
-_VOICE = {"voice", "twilio", "sip"}
-_AUDIO_MODE = {"pipecat", "realtime", "livekit"}
-
-
 def needs_speech(specs: Sequence[Any]) -> bool:
     """Whether any call speaks or listens (then a Ray placement gets the shared speech pool)."""
-    for spec in specs:
-        kind = getattr(spec.target, "type", None)
-        if kind in _VOICE or (kind in _AUDIO_MODE and getattr(spec.target, "mode", None) == "audio"):
-            return True
-    return False
+    from tamesu.config.kinds import target_kinds
+
+    return any(
+        target_kinds.carries_audio(
+            getattr(spec.target, "type", None),
+            getattr(spec.test, "mode", None) or getattr(spec.target, "mode", None),
+        )
+        for spec in specs
+    )
 
 
 def _placement(

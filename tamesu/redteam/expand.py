@@ -23,9 +23,6 @@ __all__ = ["AttackTest", "is_audio", "is_audio_target", "red_team_attacks", "tes
 
 Where = Callable[..., tuple[str, int, int]]
 
-_AUDIO_ONLY = frozenset({"voice", "twilio", "sip"})
-_AUDIO_MODE = frozenset({"realtime", "pipecat", "livekit"})
-
 
 @dataclass
 class AttackTest:
@@ -40,8 +37,10 @@ def test_name(playbook: str, attack: str) -> str:
 
 
 def is_audio(kind: object, mode: object) -> bool:
-    """A call: a telephony target type, or realtime / pipecat / livekit in audio mode."""
-    return kind in _AUDIO_ONLY or (kind in _AUDIO_MODE and mode == "audio")
+    """A call: a type registered as always carrying audio, or one in audio mode that can."""
+    from tamesu.config.kinds import target_kinds
+
+    return target_kinds.carries_audio(kind, mode)
 
 
 def is_audio_target(target: Any) -> bool:

@@ -10,8 +10,7 @@ import pytest
 
 from tamesu.cli import main
 from tamesu.config.environment import Reach
-from tamesu.config.fastcheck import validate_fast
-from tamesu.config.load import validate_paths
+from tamesu.config.loader import validate_paths
 from tamesu.errors import ConfigErrors, Unrunnable
 
 pytestmark = pytest.mark.unit
@@ -53,10 +52,6 @@ def write(tmp_path: Path, *, targets: str = "", tests: str = "", project: str = 
 def warnings(path: Path) -> list[Unrunnable]:
     report = validate_paths([path])
     assert report.errors == [], report.errors
-    fast = validate_fast([path])
-    assert fast is not None and [str(w) for w in fast.warnings] == [str(w) for w in report.warnings], (
-        "the fast path and the models warn alike"
-    )
     return report.warnings
 
 
@@ -130,7 +125,7 @@ def test_a_value_the_schema_refuses_because_its_variable_is_unset_says_so(tmp_pa
         "environment variable TAMESU_T_OTHER is not set",
     )
     with pytest.raises(ConfigErrors):
-        from tamesu.config.load import load_suite
+        from tamesu.config.loader import load_suite
 
         load_suite(path)
 
@@ -185,14 +180,11 @@ def test_reach_follows_targets_packs_vars_models_and_shared_parts() -> None:
     assert reach.names_used([3]) == {"secrets.H"}
 
 
-def test_the_built_in_names_validate_knows_are_the_registries_own() -> None:
-    from tamesu.assertions import BUILTIN
-    from tamesu.config.environment import BUILTIN_ADAPTERS, BUILTIN_EVALUATORS
-    from tamesu.registry import Registry
-    from tamesu.targets import targets
+def test_what_has_no_adapter_or_evaluator_is_read_from_the_registries() -> None:
+    from tamesu.config.kinds import assertion_kinds, target_kinds
 
-    assert BUILTIN_EVALUATORS == set(BUILTIN)
-    assert isinstance(targets, Registry) and BUILTIN_ADAPTERS <= set(targets.names())
+    assert set(target_kinds.without_adapter()) == {"livekit", "sip"}
+    assert set(assertion_kinds.without_evaluator()) == {"call_ended_by", "transferred_to"}
 
 
 def test_an_mcp_or_grpc_target_without_its_extra_is_a_warning_for_the_tests_that_use_it(

@@ -11,12 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import tamesu.config as config
 from tamesu.config import (
-    ASSERTION_KINDS,
-    TARGET_KEYS,
     Assertion,
     Behaviors,
     Capture,
@@ -39,6 +37,7 @@ from tamesu.config import (
     ScriptFile,
     ScriptStep,
     Similar,
+    SipTarget,
     Step,
     Suite,
     Target,
@@ -50,8 +49,9 @@ from tamesu.config import (
     effective_models,
     effective_secrets,
     effective_vars,
+    parse_target,
 )
-from tamesu.config.target import TARGET_KEY_TYPES, TARGET_TYPES
+from tamesu.config.kinds import assertion_kinds, target_kinds
 
 pytestmark = pytest.mark.unit
 
@@ -89,9 +89,16 @@ def minimal_suite(**extra: Any) -> dict[str, Any]:
     return suite
 
 
-def error_of(model: type[BaseModel], data: Any) -> dict[str, Any]:
+TARGET: TypeAdapter[Any] = TypeAdapter(Target)
+"""A suite's target: the union of the registered types, validated as a suite's targets entry is."""
+
+
+def error_of(model: type[BaseModel] | TypeAdapter[Any], data: Any) -> dict[str, Any]:
     with pytest.raises(ValidationError) as info:
-        model.model_validate(data)
+        if isinstance(model, TypeAdapter):
+            model.validate_python(data)
+        else:
+            model.model_validate(data)
     errors = info.value.errors()
     assert len(errors) == 1, errors
     return dict(errors[0])
@@ -151,14 +158,29 @@ def all_models() -> dict[str, type[BaseModel]]:
     return found
 
 
+OBJECTS = sorted(set(REFERENCE) - {"Target"})
+"""The reference's objects that are one model each; its Target is one model per target type."""
+
+
+def target_fields(key: str) -> list[Any]:
+    """The field of ``key`` in every target type's config that takes it."""
+    return [
+        f
+        for e in target_kinds.entries(builtin=True)
+        for n, f in e.config.model_fields.items()
+        if (f.alias or n) == key
+    ]
+
+
 def test_every_reference_object_has_a_model_named_after_it() -> None:
     models = all_models()
-    assert set(REFERENCE) <= set(models)
-    for name in REFERENCE:
+    assert set(OBJECTS) <= set(models)
+    for name in OBJECTS:
         assert getattr(config, name) is models[name]
+    assert {e.config for e in target_kinds.entries(builtin=True)} <= set(models.values())
 
 
-@pytest.mark.parametrize("name", sorted(REFERENCE))
+@pytest.mark.parametrize("name", OBJECTS)
 def test_fields_match_reference_keys_and_examples(name: str) -> None:
     model = getattr(config, name)
     fields = {f.alias or n: f for n, f in model.model_fields.items()}
@@ -167,6 +189,18 @@ def test_fields_match_reference_keys_and_examples(name: str) -> None:
         field = fields[key]
         assert field.is_required() == info["required"], key
         assert field.examples and plain(field.examples[0]) == reference_example(name, key), key
+
+
+def test_target_types_together_take_the_reference_keys_with_its_examples() -> None:
+    keys = {k for e in target_kinds.entries(builtin=True) for k in e.keys}
+    assert keys == set(REFERENCE["Target"])
+    for entry in target_kinds.entries(builtin=True):
+        assert entry.config.model_fields["type"].examples == [entry.name]
+    for key in keys - {"type"}:
+        examples = [plain(f.examples[0]) for f in target_fields(key) if f.examples]
+        assert len(examples) == len(target_fields(key)), key
+        assert reference_example("Target", key) in examples, key
+    assert all(e.config.model_fields["type"].is_required() for e in target_kinds.entries(builtin=True))
 
 
 def test_every_field_has_a_description_and_an_example() -> None:
@@ -182,11 +216,16 @@ def _words(text: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_descriptions_are_our_own_words(name: str) -> None:
-    fields = {f.alias or n: f for n, f in getattr(config, name).model_fields.items()}
     for key, info in REFERENCE[name].items():
-        ours, theirs = _words(fields[key].description or ""), _words(info["description"])
-        assert ours != theirs and not (len(theirs) > 20 and theirs in ours), f"{name}.{key}"
-        assert not (len(ours) > 20 and ours in theirs), f"{name}.{key}"
+        if name == "Target":
+            descriptions = [f.description or "" for f in target_fields(key)]
+        else:
+            fields = {f.alias or n: f for n, f in getattr(config, name).model_fields.items()}
+            descriptions = [fields[key].description or ""]
+        for description in descriptions:
+            ours, theirs = _words(description), _words(info["description"])
+            assert ours != theirs and not (len(theirs) > 20 and theirs in ours), f"{name}.{key}"
+            assert not (len(ours) > 20 and ours in theirs), f"{name}.{key}"
 
 
 # --- strictness ---------------------------------------------------------------------------------
@@ -196,13 +235,13 @@ def test_descriptions_are_our_own_words(name: str) -> None:
     ("model", "data", "key"),
     [
         (Suite, minimal_suite(test=[]), "test"),
-        (Target, {"type": "rest", "url": "u", "urls": "x"}, "urls"),
+        (TARGET, {"type": "rest", "url": "u", "urls": "x"}, "urls"),
         (Assertion, {"contains": "x", "on_trun": "last"}, "on_trun"),
         (Judge, {"rubric": "r", "scal": "1-5"}, "scal"),
         (Project, {"concurency": 4}, "concurency"),
     ],
 )
-def test_unknown_keys_are_rejected(model: type[BaseModel], data: Any, key: str) -> None:
+def test_unknown_keys_are_rejected(model: type[BaseModel] | TypeAdapter[Any], data: Any, key: str) -> None:
     err = error_of(model, data)
     assert err["type"] == "extra_forbidden" and err["loc"][-1] == key
 
@@ -216,10 +255,10 @@ def test_python_names_and_yaml_keys_both_work() -> None:
     test = Test.model_validate({"name": "t", "target": "api", "assert": [{"contains": "x"}]})
     assert test.assert_[0].kind == "contains"
     assert Test(name="t", target="api", assert_=[{"contains": "x"}]).assert_[0].spec == "x"  # type: ignore[list-item]
-    assert Target.model_validate({"type": "sip", "to": "+1", "from": "+2"}).from_ == "+2"
+    assert parse_target({"type": "sip", "to": "+1", "from": "+2"}).from_ == "+2"  # type: ignore[attr-defined]
     call = ToolCall.model_validate({"name": "book", "schema": {"type": "object"}})
     assert call.schema_ == {"type": "object"}
-    assert "assert" in test.model_dump() and "from" in Target(type="sip", to="+1").model_dump()
+    assert "assert" in test.model_dump() and "from" in SipTarget(type="sip", to="+1").model_dump()
 
 
 # --- one-of forms -------------------------------------------------------------------------------
@@ -275,9 +314,9 @@ def test_string_list_is_always_a_list() -> None:
 # --- exactly one --------------------------------------------------------------------------------
 
 
-def test_assertion_kinds_come_from_one_table() -> None:
+def test_assertion_kinds_come_from_the_registry() -> None:
     kinds = set(Assertion.model_fields) - {"on_turn"}
-    assert kinds == set(ASSERTION_KINDS) == set(REFERENCE["Assertion"]) - {"on_turn"}
+    assert kinds == set(assertion_kinds.names()) == set(REFERENCE["Assertion"]) - {"on_turn"}
     judged = Assertion.model_validate({"judge": "polite", "on_turn": "last"})
     assert judged.kind == "judge" and isinstance(judged.spec, Judge) and judged.spec.rubric == "polite"
 
@@ -285,7 +324,7 @@ def test_assertion_kinds_come_from_one_table() -> None:
 def test_assertion_holds_exactly_one_kind() -> None:
     err = error_of(Assertion, {"contains": "a", "regex": "b"})
     assert err["type"] == "more_than_one_of"
-    assert "judge, contains" in err["msg"] and "found contains, regex" in err["msg"]
+    assert "judge, metric" in err["msg"] and "found contains, regex" in err["msg"]
     assert error_of(Assertion, {"on_turn": 1})["type"] == "missing_one_of"
     assert error_of(Assertion, {"contains": None})["type"] == "string_type"
 
@@ -409,36 +448,42 @@ def test_dates_stay_strings() -> None:
 
 def test_recording_off_is_the_string_off() -> None:
     target = {"type": "browser", "url": "u", "browser": {"recording": "off"}}
-    assert Target.model_validate(target).browser.recording == "off"  # type: ignore[union-attr]
+    assert parse_target(target).browser.recording == "off"  # type: ignore[attr-defined]
     target["browser"] = {"recording": False}
-    assert error_of(Target, target)["type"] == "literal_error"
+    assert error_of(TARGET, target)["type"] == "literal_error"
 
 
 # --- targets ------------------------------------------------------------------------------------
 
 
-def test_target_key_table_covers_every_key_and_type() -> None:
-    keys = {f.alias or n for n, f in Target.model_fields.items()}
-    assert set(TARGET_KEY_TYPES) == keys
-    assert set(TARGET_KEYS) == set(TARGET_TYPES)
-    for key, types in TARGET_KEY_TYPES.items():
-        assert set(types.split()) <= set(TARGET_TYPES), key
-    assert TARGET_KEYS["model"] >= {"system", "tools", "session", "type"}
-    assert "streaming" in TARGET_KEYS["rest"] and "streaming" not in TARGET_KEYS["model"]
+def test_each_target_type_takes_its_own_keys() -> None:
+    model, rest = target_kinds.get("model"), target_kinds.get("rest")
+    assert model.keys >= {"system", "tools", "session", "type"}
+    assert "streaming" in rest.keys and "streaming" not in model.keys
+    assert target_kinds.types_with_key("from") == ["sip", "twilio"]
+    for entry in target_kinds.entries(builtin=True):
+        assert typing.get_args(entry.config.model_fields["type"].annotation) == (entry.name,)
 
 
 def test_misplaced_target_key_names_the_types_that_take_it() -> None:
-    err = error_of(Target, {"type": "model", "system": "s", "streaming": "sse"})
+    err = error_of(TARGET, {"type": "model", "system": "s", "streaming": "sse"})
     assert err["msg"] == "`streaming` applies to type rest, not model"
-    assert err["loc"] == ("streaming",) and err["ctx"]["key"] == "streaming"
-    err = error_of(Target, {"type": "model", "system": "s", "from": "+1"})
+    assert err["loc"][-1] == "streaming" and err["ctx"]["key"] == "streaming"
+    err = error_of(TARGET, {"type": "model", "system": "s", "from": "+1"})
     assert err["msg"] == "`from` applies to types sip, twilio, not model"
+
+
+def test_a_misplaced_key_hides_no_other_error_of_the_target() -> None:
+    with pytest.raises(ValidationError) as info:
+        TARGET.validate_python({"type": "rest", "url": 5, "system": "s", "urls": "x"})
+    found = {(e["loc"][-1], e["type"]) for e in info.value.errors()}
+    assert found == {("system", "target_key"), ("url", "string_type"), ("urls", "extra_forbidden")}
 
 
 @pytest.mark.parametrize(
     ("data", "error"),
     [
-        ({"type": "rest"}, "a rest target needs url"),
+        ({"type": "rest"}, "Field required"),
         ({"type": "model"}, "exactly one of system, system_file"),
         ({"type": "model", "system": "a", "system_file": "b"}, "exactly one of system, system_file"),
         ({"type": "mcp"}, "exactly one of command, url"),
@@ -453,15 +498,15 @@ def test_misplaced_target_key_names_the_types_that_take_it() -> None:
             "request.open apply with streaming: websocket",
         ),
         ({"type": "rest", "url": "u", "request": {"capture": {"ts": "$.ts"}}}, "response.poll"),
-        ({"type": "realtime", "protocol": "socketio"}, "ga or beta"),
+        ({"type": "realtime", "protocol": "socketio"}, "'ga' or 'beta'"),
     ],
 )
 def test_target_type_rules(data: dict[str, Any], error: str) -> None:
-    assert error in error_of(Target, data)["msg"]
+    assert error in error_of(TARGET, data)["msg"]
 
 
 def test_target_keys_that_apply_are_accepted() -> None:
-    ws = Target.model_validate(
+    ws = parse_target(
         {
             "type": "rest",
             "url": "u",
@@ -470,9 +515,9 @@ def test_target_keys_that_apply_are_accepted() -> None:
             "request": {"open": {}},
         }
     )
-    assert ws.protocol == "socketio"
-    assert Target.model_validate({"type": "mcp", "command": "srv", "args": ["-v"]}).args == ["-v"]
-    assert Target.model_validate({"type": "realtime"}).url is None
+    assert ws.protocol == "socketio"  # type: ignore[attr-defined]
+    assert parse_target({"type": "mcp", "command": "srv", "args": ["-v"]}).args == ["-v"]  # type: ignore[attr-defined]
+    assert parse_target({"type": "realtime"}).url is None  # type: ignore[attr-defined]
 
 
 # --- project and precedence ---------------------------------------------------------------------

@@ -1,0 +1,36 @@
+"""The pipecat target: a Pipecat bot's WebSocket transport (protobuf frames), in text or audio."""
+
+from typing import Literal
+
+from tamesu.config.common import F, PositiveInt
+from tamesu.config.kinds import target_type
+from tamesu.config.targets.base import (
+    SAY_AND_DATA,
+    SPEECH,
+    TalkingTarget,
+    WithHeaders,
+    WithIdle,
+    WithMode,
+    WithToolResults,
+    WithTranscriptSource,
+    WithTurnTimeout,
+)
+
+__all__ = ["PipecatTarget"]
+
+
+@target_type(
+    "pipecat",
+    adapter="tamesu.targets.pipecat:PipecatAdapter",
+    audio="mode",
+    parts={"text": SAY_AND_DATA, "audio": SPEECH},
+    summary="A Pipecat bot's WebSocket transport (protobuf frames), text or audio",
+)
+class PipecatTarget(
+    TalkingTarget, WithHeaders, WithMode, WithTranscriptSource, WithTurnTimeout, WithToolResults, WithIdle
+):
+    """A Pipecat bot reached on its websocket transport."""
+
+    type: Literal["pipecat"] = F("What kind of system this is; it decides which other keys apply.", "pipecat")
+    url: str = F("The bot's websocket endpoint.", "${AGENT_URL:-http://localhost:8080/chat}")
+    sample_rate: PositiveInt = F("Audio mode: samples per second on the transport.", 16000, default=16000)
