@@ -218,13 +218,16 @@ class RunGraph:
             ledger=self.ledger,
             fuzz=dict(getattr(spec.test, "fuzz_tools", None) or {}),
             limits=spec.limits,
-            extra={
-                "spec": spec,
-                "output_dir": self.services.output_dir,
-                "update_golden": self.services.update_golden,
-            },
             faults=self.faults,
             speech=self.services.speech,
+            test=spec.test,
+            language=spec.language,
+            seed=spec.seed,
+            run_timeout=spec.timeout,
+            output_dir=self.services.output_dir,
+            update_golden=self.services.update_golden,
+            max_goal_steps=spec.extra.get("max_goal_steps"),
+            detect_dtmf=any(named.kind == "dtmf_received" for named in spec.assertions),
         )
         self.adapter = _adapter(target, ctx)
         counterpart = self._counterpart(ctx)
@@ -266,8 +269,9 @@ class RunGraph:
             scope=scope,
             turn_timeout=_turn_timeout(spec.counterpart_target),
             fuzz={},
-            extra={"spec": spec, "counterpart": True},
             faults=AgentFaults(),
+            output_dir=None,
+            counterpart=True,
         )
         return _adapter(spec.counterpart_target, cp_ctx)
 
@@ -388,12 +392,8 @@ class RunGraph:
             target_type=str(self.spec.target.type),
             models=self.router,
             ledger=self.ledger,
-            extra={
-                "spec": self.spec,
-                "redactor": self.services.redactor,
-                "output_dir": self.services.output_dir,
-                "project_dir": self.spec.extra.get("project_dir"),
-            },
+            redactor=self.services.redactor,
+            project_dir=_path(project_dir) if (project_dir := self.spec.extra.get("project_dir")) else None,
         )
         named = self.spec.assertions
         if len(named) == 1:
@@ -493,12 +493,13 @@ class _ConfigProblem(Exception):
 def _adapter(target: Any, ctx: TargetContext) -> TargetAdapter:
     from tamesu.targets.base import targets
 
-    if target.type not in targets:
+    if target.type not in targets or targets.get(target.type).adapter is None:
         raise _ConfigProblem(
             f"the {target.type} target type validates but has no adapter in this version of tamesu"
-            f" (adapters: {', '.join(targets.names())})"
+            f" (adapters: {', '.join(targets.with_adapter())})"
         )
-    return targets.get(target.type)(target, ctx)
+    adapter: TargetAdapter = targets.adapter(target.type)(target, ctx)
+    return adapter
 
 
 def _turn_timeout(target: Any) -> float:

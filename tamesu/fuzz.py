@@ -251,10 +251,9 @@ class ToolFuzzer:
 
     @classmethod
     def for_context(cls, ctx: TargetContext) -> ToolFuzzer:
-        """From ``ctx.fuzz`` (else the run spec's ``test.fuzz_tools``), the run's seed and clock."""
-        spec = ctx.extra.get("spec")
-        fuzz = ctx.fuzz or getattr(getattr(spec, "test", None), "fuzz_tools", None) or {}
-        return cls(fuzz, seed=getattr(spec, "seed", None), key=ctx.run_id, sleep=ctx.clock.sleep)
+        """From ``ctx.fuzz`` (else the test's ``fuzz_tools``), the run's seed and clock."""
+        fuzz = ctx.fuzz or getattr(ctx.test, "fuzz_tools", None) or {}
+        return cls(fuzz, seed=ctx.seed, key=ctx.run_id, sleep=ctx.clock.sleep)
 
     def mode(self, tool: str) -> str | None:
         spec = self.specs.get(tool)

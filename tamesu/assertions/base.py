@@ -1,5 +1,9 @@
 """What an assertion is: a registered function of its spec and the run, returning a value.
 
+Every evaluator, built-in or a project's custom one, is called the same way: ``fn(spec, ctx)``, sync
+or async, where ``spec`` is the kind's value from the suite (its spec model, or a plain value) and
+``ctx.transcript`` is the run; it returns an ``AssertionResult``, a bool, or ``(bool, message)``.
+
 A failed assertion is an ``AssertionResult`` with ``passed=False``; an assertion that could not be
 evaluated at all (a state check whose endpoint is down, an unusable judge answer) has
 ``error=True`` and makes the run an infrastructure error rather than a failure.
@@ -15,10 +19,11 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
 import msgspec
 
+from tamesu.config.kinds import AssertionKind, AssertionKinds, assertion_kinds
 from tamesu.errors import TemplateError
 from tamesu.registry import Registry
 from tamesu.templates import render_str, render_text, template_names
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
 
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
+    from tamesu.secrets import Redactor
     from tamesu.templates import Scope
     from tamesu.transcript import Transcript
 
@@ -35,12 +41,14 @@ __all__ = [
     "AssertionContext",
     "AssertionResult",
     "Evaluator",
+    "Verdict",
     "assertion",
     "assertions",
     "custom_assertion",
     "custom_assertions",
     "evaluate",
     "render_spec",
+    "verdict",
 ]
 
 
@@ -80,32 +88,78 @@ class AssertionContext:
     """The invocation's model router, for judges, embeddings and evaluators (None: no model configured)."""
     ledger: UsageLedger | None = None
     """The run's own usage, so judge calls count towards llm_cost_usd of this run."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    redactor: Redactor | None = None
+    """The run's redactor, for what a check quotes of a backend's answer."""
+    project_dir: Path | None = None
+    """The folder of tamesu.yaml (where ``tamesu_assertions/`` is looked for); None: none."""
 
 
-Evaluator = Callable[[Any, AssertionContext], "AssertionResult | Awaitable[AssertionResult]"]
+Verdict = Union["AssertionResult", bool, tuple[bool, str]]
+"""What an evaluator returns: a result, or a bool with an optional message."""
+Evaluator = Callable[[Any, AssertionContext], "Verdict | Awaitable[Verdict]"]
+"""``fn(spec, ctx)``: every assertion, built-in or custom."""
 
-assertions: Registry[Evaluator] = Registry("assertion kind")
+assertions: AssertionKinds = assertion_kinds
+"""The assertion kinds (``tamesu.config.kinds``): ``assertions.evaluator(kind)`` is a kind's evaluator."""
 custom_assertions: Registry[Evaluator] = Registry("custom assertion")
 
 
-_RENDERS_ITSELF: dict[str, frozenset[str]] = {}
-"""Assertion kind -> the spec's fields its evaluator renders itself."""
+def assertion(
+    kind: str,
+    *,
+    spec: Any,
+    renders: Iterable[str] = (),
+    description: str = "",
+    example: Any = None,
+    summary: str = "",
+) -> Callable[[Evaluator], Evaluator]:
+    """Decorator: the evaluator of the assertion key ``kind``, whose value validates as ``spec``.
 
-
-def assertion(kind: str, *, renders: Iterable[str] = ()) -> Callable[[Evaluator], Evaluator]:
-    """Decorator: the evaluator of the assertion key ``kind``.
-
-    ``renders`` names the spec's fields the evaluator renders itself; every other string of the
-    spec has been rendered with the run's scope when the evaluator is called.
+    A kind whose spec registered already (naming this function lazily) gets the function bound;
+    otherwise the whole kind is registered here (a plugin's kind in one module), with
+    ``description`` and ``example`` for the JSON Schema and ``summary`` for the docs. ``renders``
+    names the spec's fields the evaluator renders itself; every other string of the spec has been
+    rendered with the run's scope when the evaluator is called.
     """
-    _RENDERS_ITSELF[kind] = frozenset(renders)
-    return assertions.register(kind)
+
+    def deco(fn: Evaluator) -> Evaluator:
+        if kind in assertions:
+            entry = assertions.get(kind)
+            if _unwrapped(entry.spec) is not _unwrapped(spec):
+                raise ValueError(f"assertion kind {kind!r} is registered with another spec")
+            entry.evaluator = fn
+        else:
+            entry = assertions.add(
+                AssertionKind(kind, spec, description or kind, example, evaluator=fn, summary=summary)
+            )
+        entry.renders = frozenset(renders)
+        return fn
+
+    return deco
+
+
+def _unwrapped(spec: Any) -> Any:
+    """The type an ``Annotated`` spec is built on (``HttpStatus`` is an int)."""
+    return _unwrapped(get_args(spec)[0]) if get_origin(spec) is Annotated else spec
 
 
 def custom_assertion(name: str) -> Callable[[Evaluator], Evaluator]:
-    """Decorator for projects: an assertion usable in suites as ``custom: name``."""
+    """Decorator for projects: ``fn(spec, ctx)`` usable in suites as ``custom: name`` (the spec is
+    that name; the run is ``ctx.transcript``)."""
     return custom_assertions.register(name)
+
+
+def verdict(value: Any) -> AssertionResult:
+    """An evaluator's answer as a result: a bool passes or fails, ``(bool, message)`` says why."""
+    if isinstance(value, AssertionResult):
+        return value
+    if isinstance(value, bool):
+        return AssertionResult.of(value)
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], bool):
+        return AssertionResult.of(value[0], message=str(value[1]))
+    return AssertionResult.failed_to_evaluate(
+        f"an assertion must return an AssertionResult, a bool or (bool, message), not {type(value).__name__}"
+    )
 
 
 async def evaluate(
@@ -113,16 +167,17 @@ async def evaluate(
 ) -> AssertionResult:
     """Render the spec and run its evaluator, sync or async; never let it raise."""
     try:
-        evaluator = assertions.get(kind)
-        result: AssertionResult | Awaitable[AssertionResult]
+        evaluator = assertions.evaluator(kind)
+        answer: Any
         try:
-            spec = render_spec(spec, ctx.scope, keep=_RENDERS_ITSELF.get(kind, frozenset()))
+            spec = render_spec(spec, ctx.scope, keep=assertions.get(kind).renders)
         except TemplateError as exc:
-            result = _unrendered(spec, ctx, exc)
+            answer = _unrendered(spec, ctx, exc)
         else:
-            result = evaluator(spec, ctx)
-        if type(result) is not AssertionResult and inspect.isawaitable(result):
-            result = await result
+            answer = evaluator(spec, ctx)
+        if type(answer) is not AssertionResult and inspect.isawaitable(answer):
+            answer = await answer
+        result = answer if type(answer) is AssertionResult else verdict(answer)
     except Exception as exc:
         result = AssertionResult.failed_to_evaluate(f"{type(exc).__name__}: {exc}")
     result.kind = kind

@@ -170,8 +170,8 @@ def _window(text: str, anchor: re.Pattern[str] | None) -> str:
 
 def redacted(result: AssertionResult, ctx: AssertionContext) -> AssertionResult:
     """The result with every secret value the run knows replaced, when the run gave a redactor."""
-    redactor = ctx.extra.get("redactor")
-    if not redactor:
+    redactor = ctx.redactor
+    if redactor is None:
         return result
     result.message = redactor.redact(result.message)
     result.expected = redactor.redact_obj(result.expected)

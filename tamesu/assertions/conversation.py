@@ -11,6 +11,12 @@ from typing import Any
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.assertions.compare import compare, given, rounded, shorten, text_pattern
+from tamesu.config.assertions.conversation import (
+    CapturedAssertion,
+    HandoffAssertion,
+    IntCompare,
+    MetricAssertion,
+)
 
 __all__ = ["NEEDS_A_MODEL", "captured", "handoff", "metric", "turns"]
 
@@ -24,8 +30,8 @@ def _get(spec: Any, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-@assertion("turns")
-def turns(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("turns", spec=IntCompare)
+def turns(spec: IntCompare, ctx: AssertionContext) -> AssertionResult:
     """The number of agent turns satisfies every comparator given."""
     count = len(ctx.transcript.agent_turns())
     ok, want = compare(count, spec)
@@ -33,8 +39,8 @@ def turns(spec: Any, ctx: AssertionContext) -> AssertionResult:
     return AssertionResult.of(ok, expected=want, actual=count, message=message)
 
 
-@assertion("captured")
-def captured(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("captured", spec=CapturedAssertion)
+def captured(spec: CapturedAssertion, ctx: AssertionContext) -> AssertionResult:
     """The capture exists, and equals the value / matches the pattern when those are given."""
     name = _get(spec, "name")
     equals = _get(spec, "equals")
@@ -82,8 +88,8 @@ def _handoff_spec(spec: Any) -> dict[str, Any]:
     return out
 
 
-@assertion("handoff")
-async def handoff(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("handoff", spec=HandoffAssertion)
+async def handoff(spec: HandoffAssertion, ctx: AssertionContext) -> AssertionResult:
     """Whether the agent handed off to a person, and when, to whom and with what summary."""
     want = _handoff_spec(spec)
     info = ctx.transcript.handoff
@@ -163,8 +169,8 @@ def _show(info: Any) -> dict[str, Any]:
     return {"turn": info.turn, "to": info.to, "summary": info.summary}
 
 
-@assertion("metric")
-def metric(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("metric", spec=MetricAssertion)
+def metric(spec: MetricAssertion, ctx: AssertionContext) -> AssertionResult:
     """A metric of the run (``tamesu.metrics``) satisfies every comparator given."""
     from tamesu.metrics import metric_names, metric_value
 

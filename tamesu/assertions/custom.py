@@ -5,8 +5,8 @@ A project registers them with the decorator::
     from tamesu.assertions import AssertionResult, custom_assertion
 
     @custom_assertion("no_competitor_names")
-    def no_competitor_names(transcript, ctx):
-        bad = [w for w in ("acme", "globex") if w in transcript.agent_text().lower()]
+    def no_competitor_names(spec, ctx):
+        bad = [w for w in ("acme", "globex") if w in ctx.transcript.agent_text().lower()]
         return AssertionResult.of(not bad, expected="no competitor names", actual=bad)
 
 and tamesu imports, once per process, the modules that hold them:
@@ -17,8 +17,9 @@ and tamesu imports, once per process, the modules that hold them:
 - the entry points of the group ``tamesu.assertions`` of installed packages (a module, or a
   function registered under the entry point's name).
 
-A custom assertion is called as ``fn(transcript, ctx)``, sync or async, and returns an
-``AssertionResult``, a bool, or ``(bool, message)``.
+A custom assertion is called as every evaluator is, ``fn(spec, ctx)`` (``spec`` is its name, the run
+is ``ctx.transcript``), sync or async, and returns an ``AssertionResult``, a bool, or
+``(bool, message)``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion, custom_assertions
+from tamesu.assertions.base import AssertionContext, AssertionResult, assertion, custom_assertions, verdict
 
 __all__ = ["PLUGIN_DIR", "custom", "find_project_dir", "load_custom_assertions"]
 
@@ -107,27 +108,12 @@ def load_custom_assertions(*, project_dir: Path | None = None, suite_dir: Path |
     return custom_assertions.names()
 
 
-def _coerce(value: Any) -> AssertionResult:
-    if isinstance(value, AssertionResult):
-        return value
-    if isinstance(value, bool):
-        return AssertionResult.of(value)
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], bool):
-        return AssertionResult.of(value[0], message=str(value[1]))
-    return AssertionResult.failed_to_evaluate(
-        f"a custom assertion must return an AssertionResult, a bool or (bool, message), not {type(value).__name__}"
-    )
-
-
-@assertion("custom")
+@assertion("custom", spec=str)
 async def custom(spec: str, ctx: AssertionContext) -> AssertionResult:
     """Run the project's assertion registered under this name."""
-    name = spec if isinstance(spec, str) else str(getattr(spec, "name", spec))
-    project_dir = ctx.extra.get("project_dir")
+    name = spec
     try:
-        names = load_custom_assertions(
-            project_dir=Path(project_dir) if project_dir else None, suite_dir=ctx.suite_dir
-        )
+        names = load_custom_assertions(project_dir=ctx.project_dir, suite_dir=ctx.suite_dir)
     except Exception as exc:
         return AssertionResult.failed_to_evaluate(
             f"cannot load custom assertions: {type(exc).__name__}: {exc}"
@@ -135,10 +121,10 @@ async def custom(spec: str, ctx: AssertionContext) -> AssertionResult:
     if name not in custom_assertions:
         known = ", ".join(names) or f"none (put them in {PLUGIN_DIR}/ beside tamesu.yaml)"
         return AssertionResult.failed_to_evaluate(f"unknown custom assertion {name!r}; registered: {known}")
-    value = custom_assertions.get(name)(ctx.transcript, ctx)
+    value = custom_assertions.get(name)(spec, ctx)
     if inspect.isawaitable(value):
         value = await value
-    result = _coerce(value)
+    result = verdict(value)
     if result.expected is None:
         result.expected = name
     return result

@@ -14,6 +14,7 @@ from typing import Any
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.assertions.compare import shorten, text_pattern
+from tamesu.config.assertions.conversation import Delegation
 
 __all__ = ["delegated_to", "messages_to"]
 
@@ -42,8 +43,8 @@ def _spec(spec: Any) -> tuple[str, str | None, str | None]:
     return spec.agent, spec.contains, spec.regex
 
 
-@assertion("delegated_to")
-def delegated_to(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("delegated_to", spec=Delegation)
+def delegated_to(spec: Delegation, ctx: AssertionContext) -> AssertionResult:
     """Some message went to the remote agent (with ``contains`` / ``regex``: one that says so)."""
     agent, contains, regex = _spec(spec)
     expected: dict[str, Any] = {"agent": agent}

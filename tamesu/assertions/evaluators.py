@@ -16,6 +16,7 @@ from typing import Any
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.assertions.graded import needs_router
+from tamesu.config.assertions.graded import Evaluator as EvaluatorSpec
 from tamesu.errors import TamesuError
 from tamesu.judging import check_claims, format_transcript, grade
 from tamesu.registry import Registry
@@ -88,8 +89,8 @@ async def maliciousness(ctx: AssertionContext) -> Score:
     return Score(1.0 if verdict.passed else 0.0, verdict.reason)
 
 
-@assertion("evaluator")
-async def run_evaluator(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("evaluator", spec=EvaluatorSpec)
+async def run_evaluator(spec: EvaluatorSpec, ctx: AssertionContext) -> AssertionResult:
     """A registered evaluator scores the run; it passes at ``min`` (default 0.8) or above."""
     if spec.name not in evaluators:
         return AssertionResult.failed_to_evaluate(

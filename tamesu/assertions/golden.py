@@ -19,6 +19,7 @@ from typing import Any
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.assertions.compare import shorten
 from tamesu.assertions.conversation import NEEDS_A_MODEL
+from tamesu.config.assertions.golden import GoldenAssertion
 
 __all__ = ["golden", "normalise", "read_golden", "word_overlap", "write_golden"]
 
@@ -65,8 +66,8 @@ def _get(spec: Any, key: str) -> Any:
     return spec.get(key) if isinstance(spec, dict) else getattr(spec, key, None)
 
 
-@assertion("golden")
-async def golden(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("golden", spec=GoldenAssertion)
+async def golden(spec: GoldenAssertion, ctx: AssertionContext) -> AssertionResult:
     """The agent's turns match the reference turns (exact / similar), or rewrite them on update."""
     mode = _get(spec, "mode") or "similar"
     minimum = _get(spec, "min")

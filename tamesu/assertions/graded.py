@@ -12,6 +12,7 @@ import math
 from typing import Any, Literal
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.config.assertions.graded import GroundedAssertion, Judge, Similar
 from tamesu.errors import ModelError, TamesuError
 from tamesu.judging import check_claims, format_transcript, grade
 
@@ -25,8 +26,8 @@ def needs_router(ctx: AssertionContext, role: str = "judge") -> AssertionResult 
     return None
 
 
-@assertion("judge")
-async def judge(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("judge", spec=Judge)
+async def judge(spec: Judge, ctx: AssertionContext) -> AssertionResult:
     """A model grades the whole conversation against the rubric (binary, or 1-5 with min)."""
     if (missing := needs_router(ctx)) is not None:
         return missing
@@ -55,8 +56,8 @@ def cosine(a: list[float], b: list[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-@assertion("similar_to")
-async def similar_to(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("similar_to", spec=Similar)
+async def similar_to(spec: Similar, ctx: AssertionContext) -> AssertionResult:
     """Some agent turn means the same as the text: embedding cosine similarity of at least min."""
     if (missing := needs_router(ctx, "embedder")) is not None:
         return missing
@@ -101,8 +102,8 @@ def context_passages(context: Any, ctx: AssertionContext) -> list[str]:
     return []
 
 
-@assertion("grounded")
-async def grounded(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("grounded", spec=GroundedAssertion)
+async def grounded(spec: GroundedAssertion, ctx: AssertionContext) -> AssertionResult:
     """Every factual claim the agent made is supported by the context (at least min of them)."""
     if (missing := needs_router(ctx)) is not None:
         return missing

@@ -11,6 +11,7 @@ from typing import Any
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.assertions.compare import given, json_equal, numbered, shorten
+from tamesu.config.assertions.response import JSONPathAssertion
 
 __all__ = ["find_path", "json_path", "status"]
 
@@ -28,8 +29,8 @@ def _path_and_equals(spec: Any) -> tuple[str, bool, Any]:
     return spec.path, given(spec, "equals"), spec.equals
 
 
-@assertion("json_path")
-def json_path(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("json_path", spec=JSONPathAssertion)
+def json_path(spec: JSONPathAssertion, ctx: AssertionContext) -> AssertionResult:
     """Some raw response of some agent turn holds the path (with equals: a value equal to it)."""
     path, has_equals, equals = _path_and_equals(spec)
     expected: dict[str, Any] = {"path": path, **({"equals": equals} if has_equals else {})}
@@ -70,7 +71,7 @@ def json_path(spec: Any, ctx: AssertionContext) -> AssertionResult:
     )
 
 
-@assertion("status")
+@assertion("status", spec=int)
 def status(spec: int, ctx: AssertionContext) -> AssertionResult:
     """Every agent turn that has an HTTP status has this one."""
     statuses = [(n, t.status) for n, t in numbered(ctx.transcript.agent_turns()) if t.status is not None]

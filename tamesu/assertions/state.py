@@ -20,7 +20,8 @@ from typing import Any
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.assertions.compare import given, json_equal, redacted, shorten, text_pattern
-from tamesu.durations import parse_duration
+from tamesu.config.assertions.state import StateCommand, StateHTTP
+from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TamesuError
 from tamesu.templates import agent_env, render, render_command, render_text, render_url
 
@@ -71,8 +72,8 @@ def _check_json(spec: Any, body: str) -> str | None:
     return None
 
 
-@assertion("http", renders=("url", "method", "headers", "body"))
-async def http_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("http", spec=StateHTTP, renders=("url", "method", "headers", "body"))
+async def http_state(spec: StateHTTP, ctx: AssertionContext) -> AssertionResult:
     """A request to your backend answers with the expected status and body."""
     try:
         url = render_url(_get(spec, "url"), ctx.scope)
@@ -143,8 +144,8 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     await proc.wait()
 
 
-@assertion("command", renders=("run",))
-async def command_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("command", spec=StateCommand, renders=("run",))
+async def command_state(spec: StateCommand, ctx: AssertionContext) -> AssertionResult:
     """A shell command (``sh -c`` in the suite's folder) exits as expected and prints the expected text.
 
     The command sees TAMESU_SESSION, TAMESU_TEST and TAMESU_RUN_ID besides the environment, and each
@@ -174,7 +175,8 @@ async def command_state(spec: Any, ctx: AssertionContext) -> AssertionResult:
     except asyncio.TimeoutError:
         await _stop(proc)
         return redacted(
-            AssertionResult.failed_to_evaluate(f"`{cmd}` did not finish within {timeout:g}s"), ctx
+            AssertionResult.failed_to_evaluate(f"`{cmd}` did not finish within {format_duration(timeout)}"),
+            ctx,
         )
     except asyncio.CancelledError:
         await _stop(proc)

@@ -35,7 +35,7 @@ def _describe(found: tuple[int, Turn] | None) -> str:
     return f"turn {found[0]}: {shorten(found[1].text)}"
 
 
-@assertion("contains")
+@assertion("contains", spec=str)
 def contains(spec: str, ctx: AssertionContext) -> AssertionResult:
     """The agent transcript contains the text, ignoring case and differences in whitespace."""
     turns = ctx.transcript.agent_turns()
@@ -53,7 +53,7 @@ def contains(spec: str, ctx: AssertionContext) -> AssertionResult:
     )
 
 
-@assertion("not_contains")
+@assertion("not_contains", spec=str)
 def not_contains(spec: str, ctx: AssertionContext) -> AssertionResult:
     """No agent turn contains the text (case-insensitive, whitespace folded)."""
     pattern = text_pattern(spec)
@@ -74,7 +74,7 @@ def _compile(pattern: str) -> re.Pattern[str] | AssertionResult:
         return AssertionResult.failed_to_evaluate(f"bad regular expression {pattern!r}: {exc}")
 
 
-@assertion("regex")
+@assertion("regex", spec=str)
 def regex(spec: str, ctx: AssertionContext) -> AssertionResult:
     """The agent transcript matches the regular expression (``re.search``; ``(?i)`` ignores case)."""
     compiled = _compile(spec)
@@ -93,7 +93,7 @@ def regex(spec: str, ctx: AssertionContext) -> AssertionResult:
     )
 
 
-@assertion("not_regex")
+@assertion("not_regex", spec=str)
 def not_regex(spec: str, ctx: AssertionContext) -> AssertionResult:
     """No agent turn matches the regular expression."""
     compiled = _compile(spec)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
 from tamesu.assertions.compare import json_subset
+from tamesu.config.assertions.tools import ToolCall, ToolSequence
 
 if TYPE_CHECKING:
     from tamesu.transcript import ToolCallRecord
@@ -53,8 +54,8 @@ def _schema_error(schema: dict[str, Any], calls: Sequence[ToolCallRecord]) -> st
     return None
 
 
-@assertion("tool_called")
-def tool_called(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("tool_called", spec=ToolCall)
+def tool_called(spec: ToolCall, ctx: AssertionContext) -> AssertionResult:
     """Some call has the name (and the arguments); with a schema, every call of it validates."""
     name = _field(spec, "name")
     args = _field(spec, "args")
@@ -95,8 +96,8 @@ def tool_called(spec: Any, ctx: AssertionContext) -> AssertionResult:
     return AssertionResult.of(True, expected=expected, actual=[_show(c) for c in named])
 
 
-@assertion("tool_not_called")
-def tool_not_called(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("tool_not_called", spec=ToolCall)
+def tool_not_called(spec: ToolCall, ctx: AssertionContext) -> AssertionResult:
     """No call has the name (with args: no call has the name and those arguments)."""
     name = _field(spec, "name")
     args = _field(spec, "args")
@@ -123,8 +124,8 @@ def is_subsequence(want: Sequence[str], have: Sequence[str]) -> bool:
     return all(any(x == y for y in it) for x in want)
 
 
-@assertion("tool_sequence")
-def tool_sequence(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("tool_sequence", spec=ToolSequence)
+def tool_sequence(spec: ToolSequence, ctx: AssertionContext) -> AssertionResult:
     """The named tools were called in this order (a subsequence unless exact)."""
     want = list(_field(spec, "calls") or [])
     exact = bool(_field(spec, "exact"))

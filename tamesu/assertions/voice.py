@@ -7,15 +7,14 @@ exact: the digits, in order, and nothing else.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.config.assertions.voice import DTMFAssertion
 
 __all__ = ["dtmf_received"]
 
 
-@assertion("dtmf_received")
-def dtmf_received(spec: Any, ctx: AssertionContext) -> AssertionResult:
+@assertion("dtmf_received", spec=DTMFAssertion)
+def dtmf_received(spec: DTMFAssertion, ctx: AssertionContext) -> AssertionResult:
     """The agent sent exactly these digits (``{equals: "1234#"}``; a bare string means the same)."""
     want = spec if isinstance(spec, str) else (spec.get("equals") if isinstance(spec, dict) else spec.equals)
     want = str(want).upper()

@@ -18,20 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import AgentTurn, Event, Message, RawResponse, UserTurn
 from tamesu.clock import within
+from tamesu.config.targets.a2a import A2ATarget
+from tamesu.durations import format_duration
 from tamesu.errors import TargetError
 from tamesu.targets.base import TargetAdapter, target
-from tamesu.targets.connect import ConnectPolicy, fmt_seconds
+from tamesu.targets.connect import ConnectPolicy
 
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import SendMessageRequest
 
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.a2a_connect import Connection
     from tamesu.targets.a2a_parts import Answer
     from tamesu.targets.a2a_push import PushSession
     from tamesu.targets.base import TargetContext
 
-__all__ = ["A2ATarget"]
+__all__ = ["A2AAdapter"]
 
 POLL_INTERVAL = 0.2
 """Seconds between ``tasks/get`` while a task sent without streaming or push works on."""
@@ -40,11 +41,13 @@ RESUBSCRIBES = 3
 _ENDED_BY_AGENT = {"failed", "rejected", "canceled"}
 
 
-@target("a2a")
-class A2ATarget(TargetAdapter):
+@target("a2a", config=A2ATarget)
+class A2AAdapter(TargetAdapter):
     """One conversation (one A2A context) with an A2A agent; see the module docstring."""
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    config: A2ATarget
+
+    def __init__(self, config: A2ATarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.policy = ConnectPolicy.from_config(config.connect)
         self.conn: Connection | None = None
@@ -145,7 +148,7 @@ class A2ATarget(TargetAdapter):
             await within(exchange.run(message), self.ctx.turn_timeout)
         except asyncio.TimeoutError:
             raise self.redacted(
-                TargetError(f"no answer within {fmt_seconds(self.ctx.turn_timeout)} from {self.url}")
+                TargetError(f"no answer within {format_duration(self.ctx.turn_timeout)} from {self.url}")
             ) from None
         except TargetError as exc:
             raise self.redacted(exc) from None
@@ -203,7 +206,7 @@ class A2ATarget(TargetAdapter):
 class _Exchange:
     """One user turn's exchange: send, then read the answer to its end the configured way."""
 
-    def __init__(self, target: A2ATarget, answer: Answer, notes: list[Event]) -> None:
+    def __init__(self, target: A2AAdapter, answer: Answer, notes: list[Event]) -> None:
         assert target.conn is not None
         self.target = target
         self.conn = target.conn

@@ -1,4 +1,9 @@
-"""The shape every target adapter has, and the registry that maps a suite's ``type:`` to one.
+"""The shape every target adapter has, and the decorator that binds one to its target type.
+
+The registry is the target types' own (``tamesu.config.kinds.target_kinds``): a type's config
+model registers there and names its adapter as ``"module:Class"``; ``@target`` on the adapter
+class binds the class itself, or registers a whole type at once (a plugin's config model and
+adapter in one module).
 
 An adapter speaks the agent's wire protocol and translates it into run messages. It never
 decides pass or fail: it reports what the agent said and did, and raises ``TargetError`` when the
@@ -10,12 +15,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tamesu.config.kinds import Audio, TargetKind, TargetKinds, target_kinds
 from tamesu.errors import TargetError
 from tamesu.http import RunCookies
 from tamesu.limits import DEFAULT_LIMITS, Limits
-from tamesu.registry import Registry
 from tamesu.targets.faults import AgentFaults
 
 if TYPE_CHECKING:
@@ -25,7 +31,8 @@ if TYPE_CHECKING:
     from tamesu.actors.pools import SpeechPool
     from tamesu.assertions.base import AssertionResult
     from tamesu.clock import Clock
-    from tamesu.config.target import Target as TargetConfig
+    from tamesu.config.suite import Test
+    from tamesu.config.target import TargetConfig
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
     from tamesu.secrets import Redactor
@@ -57,7 +64,28 @@ class TargetContext:
     """The run's own model usage."""
     fuzz: dict[str, Any] = field(default_factory=dict)
     """The test's fuzz_tools by tool name (model / realtime / pipecat targets)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    test: Test | None = None
+    """The test being run: its persona, mode, scenario (None in a context made by hand)."""
+    language: str | None = None
+    """The run's language (``languages:``), over the persona's."""
+    seed: int | None = None
+    """The run's seed; the run id seeds what needs one when unset."""
+    run_timeout: float | None = None
+    """The longest the whole run may take, in seconds (a deadline for calls that carry one)."""
+    output_dir: Path | None = None
+    """The invocation's run directory (recordings go under it); None: nothing is written."""
+    update_golden: bool = False
+    """``tamesu run --update-golden``: baselines (a browser test's visual steps) are written, not compared."""
+    max_goal_steps: int | None = None
+    """The most actions a browser goal step may take (``defaults.max_goal_steps``); 15 when unset."""
+    tts_engine: str | None = None
+    """A TTS engine forced by name; the persona's voice picks one otherwise."""
+    stt_engine: str | None = None
+    """An STT engine forced by name."""
+    detect_dtmf: bool = False
+    """Listen for keypad tones in the agent's audio (a test asserts dtmf_received)."""
+    counterpart: bool = False
+    """This adapter plays the user (``counterpart:``) rather than being the target under test."""
     cookies: RunCookies = field(default_factory=RunCookies)
     """Cookies the agent set in this run (the shared client keeps none)."""
     limits: Limits = DEFAULT_LIMITS
@@ -66,6 +94,11 @@ class TargetContext:
     """The agent's faults the connect policy retried in this run (the run's transcript reports them)."""
     speech: SpeechPool | None = None
     """The run's speech engines (audio targets); None: this process's own."""
+
+    @property
+    def mode(self) -> str | None:
+        """The test's ``mode``, which overrides the target's."""
+        return getattr(self.test, "mode", None)
 
 
 class TargetAdapter(ABC):
@@ -79,7 +112,7 @@ class TargetAdapter(ABC):
     type_name: ClassVar[str] = ""
     agent_speaks_first: ClassVar[bool] = False
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    def __init__(self, config: Any, ctx: TargetContext) -> None:
         self.config = config
         self.ctx = ctx
 
@@ -109,15 +142,36 @@ class TargetAdapter(ABC):
         return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
 
 
-targets: Registry[type[TargetAdapter]] = Registry("target type")
+targets: TargetKinds = target_kinds
+"""The target types (``tamesu.config.kinds``): ``targets.adapter(type)`` is a type's adapter class."""
 
 
-def target(name: str) -> Any:
-    """Class decorator: register an adapter for ``type: name``."""
+def target(
+    name: str,
+    *,
+    config: type[TargetConfig],
+    audio: Audio = "never",
+    parts: dict[str, frozenset[str]] | None = None,
+    summary: str = "",
+) -> Any:
+    """Class decorator: ``cls`` is the adapter of ``type: name``, whose config model is ``config``.
+
+    A type whose config model registered already (naming this class lazily) gets the class bound;
+    otherwise the whole type is registered here, with ``audio``, ``parts`` and ``summary`` as
+    ``tamesu.config.kinds.target_type`` takes them.
+    """
 
     def deco(cls: type[TargetAdapter]) -> type[TargetAdapter]:
         cls.type_name = name
-        targets.add(name, cls)
+        if name in targets:
+            entry = targets.get(name)
+            if entry.config is not config:
+                raise ValueError(f"target type {name!r} is registered with another config model")
+            entry.adapter = cls
+        else:
+            targets.add(
+                TargetKind(name, config, adapter=cls, audio=audio, parts=dict(parts or {}), summary=summary)
+            )
         return cls
 
     return deco

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tamesu.actors.messages import AgentTurn, Event, Message, UserTurn
+from tamesu.config.targets.browser import BrowserTarget
 from tamesu.errors import TargetError
 from tamesu.targets.base import TargetAdapter, target, turn_text
 
@@ -24,26 +25,27 @@ if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
 
     from tamesu.assertions.base import AssertionResult
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
     from tamesu.targets.browser_chat import ChatWidget
     from tamesu.targets.browser_record import Recorder
     from tamesu.targets.browser_session import Gate
     from tamesu.targets.browser_steps import StepRunner
 
-__all__ = ["BrowserTarget"]
+__all__ = ["BrowserAdapter"]
 
 LOAD_TIMEOUT = 30.0
 """Seconds the first page may take to load."""
 
 
-@target("browser")
-class BrowserTarget(TargetAdapter):
+@target("browser", config=BrowserTarget)
+class BrowserAdapter(TargetAdapter):
     """One run's page in its own browser context; see the module docstring."""
+
+    config: BrowserTarget
 
     agent_speaks_first = True
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    def __init__(self, config: BrowserTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.url = ""
         self.context: BrowserContext | None = None
@@ -59,12 +61,11 @@ class BrowserTarget(TargetAdapter):
         """A turn failed or raised: the trace is kept."""
 
     def _steps(self) -> list[Any]:
-        test = getattr(self.ctx.extra.get("spec"), "test", None)
-        return list(getattr(test, "steps", None) or [])
+        return list(getattr(self.ctx.test, "steps", None) or [])
 
     async def start(self) -> None:
         """A new context with the target's options and the gate on every request, then the page."""
-        from tamesu.config.target import BrowserOptions
+        from tamesu.config.targets.browser import BrowserOptions
         from tamesu.targets.browser_chat import ChatWidget
         from tamesu.targets.browser_session import Gate, domain_allowed, shared_browser
         from tamesu.targets.browser_steps import StepRunner
@@ -112,11 +113,11 @@ class BrowserTarget(TargetAdapter):
             shots_dir=self._run_dir(),
             results=self._results,
             suite_dir=Path(self.ctx.suite_dir),
-            update_golden=bool(self.ctx.extra.get("update_golden")),
+            update_golden=self.ctx.update_golden,
             models=self.ctx.models,
             ledger=self.ctx.ledger,
             redactor=self.ctx.redactor,
-            max_goal_steps=int(getattr(self.ctx.extra.get("spec"), "extra", {}).get("max_goal_steps") or 15),
+            max_goal_steps=self.ctx.max_goal_steps or 15,
         )
 
     async def _record(self, setting: str) -> None:
@@ -143,7 +144,7 @@ class BrowserTarget(TargetAdapter):
 
     def _run_dir(self) -> Path | None:
         """Where this run's screenshots, recording and trace go (none without an output directory)."""
-        output = self.ctx.extra.get("output_dir")
+        output = self.ctx.output_dir
         if not output:
             return None
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.ctx.run_id)[:120]

@@ -26,7 +26,7 @@ from tamesu.errors import MissingExtraError, TargetError
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Playwright, Route
 
-    from tamesu.config.target import BrowserMock
+    from tamesu.config.targets.browser import BrowserMock
 
 __all__ = [
     "CHROMIUM_PATHS",

@@ -227,7 +227,7 @@ class StepRunner:
     async def _mock(self, arg: Any) -> dict[str, Any]:
         from pydantic import ValidationError
 
-        from tamesu.config.target import BrowserMock
+        from tamesu.config.targets.browser import BrowserMock
 
         try:
             mock = BrowserMock.model_validate(arg)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from tamesu.clock import within
-from tamesu.durations import parse_duration
+from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TargetError
 from tamesu.http import charset_of, describe_http_error, is_connect_error, is_timeout
 from tamesu.templates import render, render_text
@@ -27,7 +27,8 @@ from tamesu.templates import render, render_text
 if TYPE_CHECKING:
     import httpx
 
-    from tamesu.config.target import ConnectConfig, RESTOpen
+    from tamesu.config.common import RESTOpen
+    from tamesu.config.targets.base import ConnectConfig
     from tamesu.http import FastLane
     from tamesu.http1 import Answer
     from tamesu.limits import Limits
@@ -41,7 +42,6 @@ __all__ = [
     "Retry",
     "connect_websocket",
     "fetch",
-    "fmt_seconds",
     "open_session",
     "open_websocket",
     "read_limited",
@@ -60,13 +60,6 @@ TRY_AGAIN_CLOSE_CODES: dict[int, str] = {1001: "Going Away", 1012: "Service Rest
 """Websocket close codes that, before a session began, mean "not now": the attempt is retried."""
 
 T = TypeVar("T")
-
-
-def fmt_seconds(seconds: float) -> str:
-    """60 -> "60s", 0.5 -> "500ms", 1.5 -> "1.5s" (error messages speak the suite's units)."""
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    return f"{seconds:g}s"
 
 
 def snippet(text: str, limit: int = 200) -> str:
@@ -181,7 +174,7 @@ def _keep_cookies(ctx: TargetContext, call: HttpCall, status: int, set_cookie: l
 
 def _transport_failure(exc: Exception, call: HttpCall, timeout: float) -> Exception:
     if is_timeout(exc) and not is_connect_error(exc):
-        return TargetError(f"no answer within {fmt_seconds(timeout)} from {call.url}", retryable=True)
+        return TargetError(f"no answer within {format_duration(timeout)} from {call.url}", retryable=True)
     what = describe_http_error(exc, call.url)
     return Retry(what) if is_connect_error(exc) else TargetError(what, retryable=True)
 
@@ -329,7 +322,7 @@ async def fetch(
                 raise Retry(f"agent answered {seen}") from None
             if seen:
                 raise TargetError(
-                    f"no answer within {fmt_seconds(limit)} from {call.url}", retryable=True
+                    f"no answer within {format_duration(limit)} from {call.url}", retryable=True
                 ) from None
             raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
         except (http_error, OSError) as exc:
@@ -512,7 +505,7 @@ async def connect_websocket(
         raise Retry(f"cannot open a websocket at {url}: {exc}") from None
     except asyncio.TimeoutError:
         raise TargetError(
-            ctx.redactor.redact(f"no websocket handshake within {fmt_seconds(timeout)} at {url}"),
+            ctx.redactor.redact(f"no websocket handshake within {format_duration(timeout)} at {url}"),
             retryable=True,
         ) from None
 

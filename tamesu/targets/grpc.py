@@ -33,16 +33,17 @@ from tamesu.actors.messages import (
     ToolResult,
     UserTurn,
 )
+from tamesu.config.targets.grpc import GrpcTarget
+from tamesu.durations import format_duration
 from tamesu.errors import MissingExtraError, TargetError, TemplateError
 from tamesu.limits import LimitExceeded
 from tamesu.targets.base import TargetAdapter, target, turn_text
-from tamesu.targets.connect import ConnectPolicy, Retry, fmt_seconds, open_session, retrying
+from tamesu.targets.connect import ConnectPolicy, Retry, open_session, retrying
 
 if TYPE_CHECKING:
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
 
-__all__ = ["CHANNELS", "RETRYABLE", "SERVICE", "Channels", "GrpcTarget", "list_services", "parse_grpc_url"]
+__all__ = ["CHANNELS", "RETRYABLE", "SERVICE", "Channels", "GrpcAdapter", "list_services", "parse_grpc_url"]
 
 SERVICE = "tamesu.agent.v1.Agent"
 RETRYABLE = frozenset(
@@ -77,11 +78,13 @@ def parse_grpc_url(url: str) -> tuple[str, bool]:
     return f"{host}:{parts.port}", parts.scheme == "grpcs"
 
 
-@target("grpc")
-class GrpcTarget(TargetAdapter):
+@target("grpc", config=GrpcTarget)
+class GrpcAdapter(TargetAdapter):
     """One Converse call; see the module docstring."""
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    config: GrpcTarget
+
+    def __init__(self, config: GrpcTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.policy = ConnectPolicy.from_config(config.connect)
         self.url = ""
@@ -108,8 +111,7 @@ class GrpcTarget(TargetAdapter):
             raise TargetError(str(exc), retryable=False, kind="config") from None
         address, tls = parse_grpc_url(self.url)
         self.channel = await retrying(ctx, self.policy, lambda: self._connect(grpc, address, tls))
-        spec = ctx.extra.get("spec")
-        deadline = getattr(spec, "timeout", None)
+        deadline = ctx.run_timeout
         stub = agent_pb2_grpc.AgentStub(self.channel)
         self.call = stub.Converse(metadata=metadata or None, timeout=deadline)
         await self._write(agent_pb2.ClientEvent(start=agent_pb2.Start(session_id=ctx.session)))
@@ -135,7 +137,7 @@ class GrpcTarget(TargetAdapter):
                     raise Retry(f"cannot reach the gRPC agent at {self.url}")
                 left = deadline - clock.now()
                 if left <= 0:
-                    raise Retry(f"no gRPC connection within {fmt_seconds(timeout)} at {self.url}")
+                    raise Retry(f"no gRPC connection within {format_duration(timeout)} at {self.url}")
                 try:
                     await asyncio.wait_for(channel.wait_for_state_change(state), left)
                 except asyncio.TimeoutError:
@@ -227,7 +229,7 @@ class GrpcTarget(TargetAdapter):
                     event = await self.call.read()
         except asyncio.TimeoutError:
             raise TargetError(
-                f"no end of the agent's turn within {fmt_seconds(self.ctx.turn_timeout)} on {self.url}",
+                f"no end of the agent's turn within {format_duration(self.ctx.turn_timeout)} on {self.url}",
                 retryable=True,
             ) from None
         except Exception as exc:

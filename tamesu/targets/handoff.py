@@ -16,7 +16,7 @@ from tamesu.actors.messages import Handoff, ToolCall
 from tamesu.jsonpath import find, first, truthy
 
 if TYPE_CHECKING:
-    from tamesu.config.target import HandoffSignal
+    from tamesu.config.targets.base import HandoffSignal
     from tamesu.transcript import ToolCallRecord
 
 __all__ = ["detect_handoff"]

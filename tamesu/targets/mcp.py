@@ -20,21 +20,21 @@ import tempfile
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from tamesu.durations import parse_duration
+from tamesu.config.targets.mcp import McpTarget
+from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import MissingExtraError, TargetError, TemplateError
 from tamesu.limits import LimitExceeded, decode_json, payload_size
 from tamesu.targets.base import target
-from tamesu.targets.connect import ConnectPolicy, Retry, fmt_seconds, open_session, retrying
-from tamesu.targets.model import ModelTarget
+from tamesu.targets.connect import ConnectPolicy, Retry, open_session, retrying
+from tamesu.targets.model import ModelAdapter
 from tamesu.untrusted import storable_text
 
 if TYPE_CHECKING:
     from mcp import Client
 
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
 
-__all__ = ["STDERR_TAIL", "McpLink", "McpTarget", "innermost", "tool_answer"]
+__all__ = ["STDERR_TAIL", "McpAdapter", "McpLink", "innermost", "tool_answer"]
 
 STDERR_TAIL = 2000
 """How many characters of the end of a stdio server's stderr an error message carries."""
@@ -81,7 +81,7 @@ class McpLink:
             await asyncio.wait_for(asyncio.shield(self._ready), timeout)
         except asyncio.TimeoutError:
             await self.close()
-            raise self.error(f"no MCP handshake within {fmt_seconds(timeout)}", retryable=True) from None
+            raise self.error(f"no MCP handshake within {format_duration(timeout)}", retryable=True) from None
 
     async def _hold(self, make: Any) -> None:
         assert self._ready is not None
@@ -169,12 +169,13 @@ class McpLink:
             )
         except asyncio.TimeoutError:
             raise self.error(
-                f"no answer to tool {name} within {fmt_seconds(timeout)}", retryable=True
+                f"no answer to tool {name} within {format_duration(timeout)}", retryable=True
             ) from None
         except Exception as exc:
             if getattr(exc, "code", None) == _REQUEST_TIMEOUT:
                 raise self.error(
-                    f"no answer to tool {name} within {fmt_seconds(timeout)} (call_timeout)", retryable=True
+                    f"no answer to tool {name} within {format_duration(timeout)} (call_timeout)",
+                    retryable=True,
                 ) from None
             raise self.failure(exc, f"calling tool {name}") from None
         answer = tool_answer(result, depth=self.ctx.limits.json_depth)
@@ -218,11 +219,13 @@ def _block(block: Any, depth: int) -> Any:
     return described
 
 
-@target("mcp")
-class McpTarget(ModelTarget):
+@target("mcp", config=McpTarget)
+class McpAdapter(ModelAdapter):
     """The model target with an MCP server's tools; see the module docstring."""
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    config: McpTarget
+
+    def __init__(self, config: McpTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.call_timeout = parse_duration(config.call_timeout or "60s")
         self.policy = ConnectPolicy.from_config(config.connect)

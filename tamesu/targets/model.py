@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import AgentTurn, Message, RawResponse, ToolCall, ToolResult, UserTurn
+from tamesu.config.targets.model import ModelTarget, PromptUnderTest
 from tamesu.errors import ModelError, TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
 from tamesu.targets.base import TargetAdapter, target, turn_text
 
 if TYPE_CHECKING:
-    from tamesu.config.target import Target as TargetConfig
-    from tamesu.config.target import ToolDef
+    from tamesu.config.targets.model import ToolDef
     from tamesu.models.router import ChatMessage, Completion, ModelRouter, ToolSpec
     from tamesu.targets.base import TargetContext
 
-__all__ = ["DONE_RESULT", "ROLE", "ModelTarget"]
+__all__ = ["DONE_RESULT", "ROLE", "ModelAdapter"]
 
 ROLE = "target"
 """The usage role of the model under test: its model is ``model`` or models.default, its fallbacks
@@ -35,14 +35,17 @@ DONE_RESULT: dict[str, Any] = {"ok": True}
 """The answer to the done tool (and to a tool configured without a result)."""
 
 
-@target("model")
-class ModelTarget(TargetAdapter):
+@target("model", config=ModelTarget)
+class ModelAdapter(TargetAdapter):
     """One conversation with a prompt under test; see the module docstring."""
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    config: PromptUnderTest
+    """A model target's config, or another type's that runs a prompt the same way (mcp)."""
+
+    def __init__(self, config: PromptUnderTest, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.history: list[ChatMessage] = []
-        self.tools: dict[str, ToolDef] = {t.name: t for t in config.tools or []}
+        self.tools: dict[str, ToolDef] = {t.name: t for t in getattr(config, "tools", None) or []}
         self.done_tool = config.done_tool or "end_session"
         self.max_rounds = config.max_tool_rounds or 5
         self.fuzzer = ToolFuzzer.for_context(ctx)

@@ -41,12 +41,13 @@ from tamesu.actors.messages import (
     ToolResult,
     UserTurn,
 )
-from tamesu.durations import parse_duration
+from tamesu.config.targets.pipecat import PipecatTarget
+from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
 from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
-from tamesu.targets.connect import ConnectPolicy, fmt_seconds, open_session
+from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.targets.pipecat_wire import (
     RTVI_LABEL,
     RTVI_VERSION,
@@ -59,11 +60,10 @@ from tamesu.targets.pipecat_wire import (
 from tamesu.targets.wslink import Closed, WsLink, http_to_ws
 
 if TYPE_CHECKING:
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
     from tamesu.targets.pipecat_audio import PipecatCall
 
-__all__ = ["PipecatTarget", "raw", "rtvi_data", "rtvi_type", "speaks"]
+__all__ = ["PipecatAdapter", "raw", "rtvi_data", "rtvi_type", "speaks"]
 
 USER_ID = "tamesu"
 SETTLE_S = 0.25
@@ -108,15 +108,16 @@ class _Turn:
         )
 
 
-@target("pipecat")
-class PipecatTarget(TargetAdapter):
+@target("pipecat", config=PipecatTarget)
+class PipecatAdapter(TargetAdapter):
     """One session with a Pipecat bot; see the module docstring."""
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    config: PipecatTarget
+
+    def __init__(self, config: PipecatTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
-        spec = ctx.extra.get("spec")
         self.policy = ConnectPolicy.from_config(config.connect)
-        self.mode = getattr(getattr(spec, "test", None), "mode", None) or config.mode
+        self.mode = ctx.mode or config.mode
         """The test's mode overrides the target's."""
         self.idle = parse_duration(config.idle or "2s")
         self.fuzzer = ToolFuzzer.for_context(ctx)
@@ -284,7 +285,7 @@ class PipecatTarget(TargetAdapter):
                 if state.end_at is not None or (state.heard and clock.now() < deadline):
                     return
                 raise TargetError(
-                    f"no end of the bot's turn within {fmt_seconds(timeout)} on {self.link.url}",
+                    f"no end of the bot's turn within {format_duration(timeout)} on {self.link.url}",
                     retryable=True,
                 ) from None
             if isinstance(item, Closed):

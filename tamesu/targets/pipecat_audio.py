@@ -25,7 +25,7 @@ from tamesu.targets.wslink import Closed
 if TYPE_CHECKING:
     import numpy as np
 
-    from tamesu.targets.pipecat import PipecatTarget
+    from tamesu.targets.pipecat import PipecatAdapter
     from tamesu.voice.session import VoiceSession
 
 __all__ = ["ANSWERING", "PipecatCall"]
@@ -50,7 +50,7 @@ ANSWERING = frozenset(
 class PipecatCall:
     """The audio side of one Pipecat session (a ``VoiceWire``)."""
 
-    def __init__(self, t: PipecatTarget) -> None:
+    def __init__(self, t: PipecatAdapter) -> None:
         from tamesu.voice.session import VoiceSession
         from tamesu.voice.settings import VoiceSettings
 

@@ -36,21 +36,22 @@ from tamesu.actors.messages import (
     ToolResult,
     UserTurn,
 )
+from tamesu.config.targets.realtime import RealtimeTarget
+from tamesu.durations import format_duration
 from tamesu.errors import TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
 from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
-from tamesu.targets.connect import ConnectPolicy, fmt_seconds, open_session
+from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.targets.realtime_events import DEFAULT_URL, Dialect, canonical
 from tamesu.targets.wslink import Closed, WsLink, http_to_ws
 from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
     from tamesu.targets.realtime_audio import RealtimeCall
 
-__all__ = ["DONE_RESULT", "RealtimeTarget", "api_error", "model_url", "test_mode"]
+__all__ = ["DONE_RESULT", "RealtimeAdapter", "api_error", "model_url", "test_mode"]
 
 DONE_RESULT: dict[str, Any] = {"ok": True}
 """The answer to the done tool when tool_results gives none."""
@@ -165,11 +166,13 @@ class _Turn:
     done: bool = False
 
 
-@target("realtime")
-class RealtimeTarget(TargetAdapter):
+@target("realtime", config=RealtimeTarget)
+class RealtimeAdapter(TargetAdapter):
     """One Realtime API session; see the module docstring."""
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    config: RealtimeTarget
+
+    def __init__(self, config: RealtimeTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.policy = ConnectPolicy.from_config(config.connect)
         self.mode = test_mode(ctx) or config.mode
@@ -240,7 +243,7 @@ class RealtimeTarget(TargetAdapter):
                 event = await self.link.next(deadline - clock.now())
             except asyncio.TimeoutError:
                 raise TargetError(
-                    f"no {kind} within {fmt_seconds(timeout)} from {self.link.url}", retryable=True
+                    f"no {kind} within {format_duration(timeout)} from {self.link.url}", retryable=True
                 ) from None
             if isinstance(event, Closed):
                 raise TargetError(f"the realtime API closed the websocket ({event.describe()}) before {kind}")
@@ -312,7 +315,7 @@ class RealtimeTarget(TargetAdapter):
                 event = await self.link.next(deadline - clock.now())
             except asyncio.TimeoutError:
                 raise TargetError(
-                    f"no response.done within {fmt_seconds(timeout)} on {self.link.url}", retryable=True
+                    f"no response.done within {format_duration(timeout)} on {self.link.url}", retryable=True
                 ) from None
             now = clock.now()
             if isinstance(event, Closed):
@@ -405,8 +408,7 @@ class RealtimeTarget(TargetAdapter):
 
 def test_mode(ctx: TargetContext) -> str | None:
     """The test's own ``mode``, which overrides the target's."""
-    spec = ctx.extra.get("spec")
-    return getattr(getattr(spec, "test", None), "mode", None)
+    return ctx.mode
 
 
 def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

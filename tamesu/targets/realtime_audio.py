@@ -27,7 +27,7 @@ from tamesu.targets.realtime_events import canonical
 from tamesu.targets.wslink import Closed
 
 if TYPE_CHECKING:
-    from tamesu.targets.realtime import RealtimeTarget
+    from tamesu.targets.realtime import RealtimeAdapter
     from tamesu.voice.session import VoiceSession
 
 __all__ = ["RealtimeCall"]
@@ -38,7 +38,7 @@ _POLL_S = 0.02
 class RealtimeCall:
     """The audio side of one realtime session (a ``VoiceWire``)."""
 
-    def __init__(self, t: RealtimeTarget) -> None:
+    def __init__(self, t: RealtimeAdapter) -> None:
         from tamesu.voice.session import VoiceSession
         from tamesu.voice.settings import VoiceSettings
 

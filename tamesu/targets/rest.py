@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, UserTurn
 from tamesu.clock import within
+from tamesu.config.targets.rest import RestTarget
+from tamesu.durations import format_duration
 from tamesu.errors import TargetError
 from tamesu.http import fast_lane
 from tamesu.jsonpath import JSONPathError
@@ -22,7 +24,6 @@ from tamesu.targets.connect import (
     ConnectPolicy,
     HttpCall,
     fetch,
-    fmt_seconds,
     open_session,
     read_limited,
     render_call,
@@ -34,23 +35,24 @@ from tamesu.targets.rest_read import Reader, TurnBuilder, decode_text
 if TYPE_CHECKING:
     import httpx
 
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
     from tamesu.targets.rest_listen import ListenSession
     from tamesu.targets.rest_ws import WsSession
     from tamesu.templates import Scope
 
-__all__ = ["DEFAULT_BODY", "RestTarget"]
+__all__ = ["DEFAULT_BODY", "RestAdapter"]
 
 DEFAULT_BODY = {"session_id": "{{session}}", "message": "{{message}}"}
 """The request body when ``request.body`` is unset."""
 
 
-@target("rest")
-class RestTarget(TargetAdapter):
+@target("rest", config=RestTarget)
+class RestAdapter(TargetAdapter):
     """One conversation with an HTTP agent; see the module docstring for the transports."""
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    config: RestTarget
+
+    def __init__(self, config: RestTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.policy = ConnectPolicy.from_config(config.connect)
         self.response = config.response
@@ -218,7 +220,7 @@ class RestTarget(TargetAdapter):
             data = await within(read_limited(resp, self.ctx.limits, call.url), self.ctx.turn_timeout)
         except asyncio.TimeoutError:
             raise TargetError(
-                f"no answer within {fmt_seconds(self.ctx.turn_timeout)} from {call.url}", retryable=True
+                f"no answer within {format_duration(self.ctx.turn_timeout)} from {call.url}", retryable=True
             ) from None
         except httpx.HTTPError as exc:
             raise TargetError(f"the answer from {call.url} broke off: {exc}", retryable=True) from None

@@ -20,19 +20,19 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.clock import within
-from tamesu.durations import parse_duration
+from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TamesuError, TargetError
 from tamesu.jsonpath import first
 from tamesu.limits import DEFAULT_LIMITS, LimitExceeded
-from tamesu.targets.connect import fmt_seconds, request
+from tamesu.targets.connect import request
 from tamesu.targets.rest_read import decode_text
 from tamesu.templates import render
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from tamesu.config.target import RESTListen
-    from tamesu.targets.rest import RestTarget
+    from tamesu.config.targets.rest import RESTListen
+    from tamesu.targets.rest import RestAdapter
     from tamesu.templates import Scope
 
 __all__ = ["ListenSession", "Listener", "PathFilter"]
@@ -199,7 +199,7 @@ async def _read_payload(request: web.Request, depth: int) -> Any:
 class ListenSession:
     """One run's registration with a shared listener, and its turns."""
 
-    def __init__(self, t: RestTarget, config: RESTListen) -> None:
+    def __init__(self, t: RestAdapter, config: RESTListen) -> None:
         self.t = t
         self.config = config
         self.filter = PathFilter(config.path)
@@ -208,7 +208,7 @@ class ListenSession:
         self.listener: Listener | None = None
 
     @classmethod
-    async def open(cls, t: RestTarget, config: RESTListen) -> ListenSession:
+    async def open(cls, t: RestAdapter, config: RESTListen) -> ListenSession:
         session = cls(t, config)
         session.listener = Listener.shared(config.addr or DEFAULT_ADDR)
         await session.listener.add(session)
@@ -257,7 +257,7 @@ class ListenSession:
             except asyncio.TimeoutError:
                 if not builder.has_content:
                     raise TargetError(
-                        f"no reply within {fmt_seconds(timeout)} on {self.url}", retryable=True
+                        f"no reply within {format_duration(timeout)} on {self.url}", retryable=True
                     ) from None
                 break
             if item.error is not None:

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, UserTurn
-from tamesu.durations import parse_duration
+from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TargetError
 from tamesu.jsonpath import find
-from tamesu.targets.connect import fmt_seconds, render_call, request, snippet
+from tamesu.targets.connect import render_call, request, snippet
 from tamesu.targets.rest_read import Extract, decode_text
 
 if TYPE_CHECKING:
-    from tamesu.config.target import RESTPoll
-    from tamesu.targets.rest import RestTarget
+    from tamesu.config.targets.rest import RESTPoll
+    from tamesu.targets.rest import RestAdapter
     from tamesu.templates import Scope
 
 __all__ = ["PollState", "poll_turn"]
@@ -37,7 +37,7 @@ class PollState:
     """Without a cursor: per rendered poll request, how many text and tool matches were seen."""
 
 
-def _state(t: RestTarget) -> PollState:
+def _state(t: RestAdapter) -> PollState:
     state = getattr(t, "_poll_state", None)
     if state is None:
         state = PollState()
@@ -45,7 +45,7 @@ def _state(t: RestTarget) -> PollState:
     return state
 
 
-async def poll_turn(t: RestTarget, user: UserTurn | None, scope: Scope) -> AsyncGenerator[Message, None]:
+async def poll_turn(t: RestAdapter, user: UserTurn | None, scope: Scope) -> AsyncGenerator[Message, None]:
     """Send the turn, then poll until the reply is complete."""
     ctx, poll = t.ctx, t.poll
     assert poll is not None
@@ -85,13 +85,15 @@ async def poll_turn(t: RestTarget, user: UserTurn | None, scope: Scope) -> Async
         if builder.has_content and idle is not None and now - last_new >= idle:
             break
         if not builder.has_content and now - start >= timeout:
-            raise TargetError(f"no reply within {fmt_seconds(timeout)} polling {poll.url}", retryable=True)
+            raise TargetError(
+                f"no reply within {format_duration(timeout)} polling {poll.url}", retryable=True
+            )
         await ctx.clock.sleep(interval)
     for msg in t.finish(builder):
         yield msg
 
 
-def _capture_sent(t: RestTarget, text: str, content_type: str | None, scope: Scope) -> None:
+def _capture_sent(t: RestAdapter, text: str, content_type: str | None, scope: Scope) -> None:
     capture = t.request.capture if t.request is not None else None
     if not capture:
         return
@@ -108,7 +110,7 @@ def _capture_sent(t: RestTarget, text: str, content_type: str | None, scope: Sco
         scope.set(f"sent.{name}", found[0])
 
 
-async def _poll_once(t: RestTarget, poll: RESTPoll, scope: Scope, state: PollState) -> tuple[Any, str]:
+async def _poll_once(t: RestAdapter, poll: RESTPoll, scope: Scope, state: PollState) -> tuple[Any, str]:
     """One poll; returns its JSON answer and a key naming the rendered request."""
     poll_scope = scope.child({"cursor": "" if state.cursor is None else state.cursor})
     call = render_call(
@@ -137,7 +139,7 @@ async def _poll_once(t: RestTarget, poll: RESTPoll, scope: Scope, state: PollSta
 
 
 def _new_content(
-    t: RestTarget,
+    t: RestAdapter,
     poll: RESTPoll,
     payload: Any,
     seen: dict[str, tuple[int, int]],

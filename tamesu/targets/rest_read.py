@@ -22,7 +22,8 @@ from tamesu.untrusted import loads_json
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock
-    from tamesu.config.target import HandoffSignal, RESTResponse
+    from tamesu.config.targets.base import HandoffSignal
+    from tamesu.config.targets.rest import RESTResponse
 
 __all__ = ["Extract", "Reader", "TurnBuilder", "decode_text", "parse_tool_calls"]
 

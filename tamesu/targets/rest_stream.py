@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 
 from tamesu.actors.messages import Message, UserTurn
 from tamesu.clock import within
+from tamesu.durations import format_duration
 from tamesu.errors import TargetError
-from tamesu.targets.connect import fmt_seconds, stream
+from tamesu.targets.connect import stream
 from tamesu.targets.rest_read import Extract, decode_text
 
 if TYPE_CHECKING:
-    from tamesu.targets.rest import RestTarget
+    from tamesu.targets.rest import RestAdapter
     from tamesu.templates import Scope
 
 __all__ = ["SSEParser", "ServerEvent", "TooLong", "event_lines", "sse_turn"]
@@ -114,7 +115,7 @@ async def event_lines(chunks: AsyncIterator[bytes], limit: int) -> AsyncGenerato
         yield rest
 
 
-async def sse_turn(t: RestTarget, user: UserTurn | None, scope: Scope) -> AsyncGenerator[Message, None]:
+async def sse_turn(t: RestAdapter, user: UserTurn | None, scope: Scope) -> AsyncGenerator[Message, None]:
     """Send the turn and read its event stream."""
     import httpx
 
@@ -157,7 +158,7 @@ async def sse_turn(t: RestTarget, user: UserTurn | None, scope: Scope) -> AsyncG
                 except asyncio.TimeoutError:
                     if builder.first_byte_at is None:
                         raise TargetError(
-                            f"no answer within {fmt_seconds(ctx.turn_timeout)} from {call.url}",
+                            f"no answer within {format_duration(ctx.turn_timeout)} from {call.url}",
                             retryable=True,
                         ) from None
                     break

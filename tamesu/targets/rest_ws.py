@@ -18,16 +18,16 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.clock import within
-from tamesu.durations import parse_duration
+from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TargetError
 from tamesu.jsonpath import find_in_message, truthy
 from tamesu.limits import DEFAULT_LIMITS, decode_json
-from tamesu.targets.connect import fmt_seconds, open_websocket, snippet, websocket_closed
+from tamesu.targets.connect import open_websocket, snippet, websocket_closed
 from tamesu.targets.rest_read import decode_text
 from tamesu.templates import render, render_text
 
 if TYPE_CHECKING:
-    from tamesu.targets.rest import RestTarget
+    from tamesu.targets.rest import RestAdapter
     from tamesu.templates import Scope
 
 __all__ = ["Closed", "WsSession", "sio_decode", "sio_encode", "ws_url"]
@@ -93,7 +93,7 @@ def sio_decode(packet: str, depth: int = DEFAULT_LIMITS.json_depth) -> dict[str,
 class WsSession:
     """The session's socket, its reader task, and the turns read from it."""
 
-    def __init__(self, t: RestTarget) -> None:
+    def __init__(self, t: RestAdapter) -> None:
         self.t = t
         self.ctx = t.ctx
         self.socketio = t.config.protocol == "socketio"
@@ -105,7 +105,7 @@ class WsSession:
         self._sio_ready: asyncio.Future[None] | None = None
 
     @classmethod
-    async def open(cls, t: RestTarget) -> WsSession:
+    async def open(cls, t: RestAdapter) -> WsSession:
         session = cls(t)
         try:
             await session._connect()
@@ -133,7 +133,7 @@ class WsSession:
                 await asyncio.wait_for(asyncio.shield(self._sio_ready), timeout=timeout)
             except asyncio.TimeoutError:
                 raise TargetError(
-                    f"socket.io did not connect within {fmt_seconds(timeout)} at {self.url}"
+                    f"socket.io did not connect within {format_duration(timeout)} at {self.url}"
                 ) from None
 
     async def _greet(self) -> None:
@@ -171,7 +171,7 @@ class WsSession:
                     raise asyncio.TimeoutError
                 msg = await within(self.queue.get(), remaining)
             except asyncio.TimeoutError:
-                raise TargetError(f"{what}: no matching message within {fmt_seconds(timeout)}") from None
+                raise TargetError(f"{what}: no matching message within {format_duration(timeout)}") from None
             if isinstance(msg, Closed):
                 raise TargetError(f"{what}: the websocket closed ({msg.describe()})")
             if ok(msg):
@@ -271,7 +271,8 @@ class WsSession:
             except asyncio.TimeoutError:
                 if not builder.has_content:
                     raise TargetError(
-                        f"no answer within {fmt_seconds(self.ctx.turn_timeout)} on {self.url}", retryable=True
+                        f"no answer within {format_duration(self.ctx.turn_timeout)} on {self.url}",
+                        retryable=True,
                     ) from None
                 break
             if isinstance(msg, Closed):

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, RawResponse, UserTurn
+from tamesu.config.targets.twilio import TwilioTarget
 from tamesu.errors import TargetError
 from tamesu.limits import decode_json
 from tamesu.targets.base import TargetAdapter, target
@@ -27,12 +28,11 @@ from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.templates import render_text
 
 if TYPE_CHECKING:
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
     from tamesu.voice.session import VoiceSession
     from tamesu.voice.socket import AudioSocket
 
-__all__ = ["RATE", "TwilioTarget", "twilio_sid"]
+__all__ = ["RATE", "TwilioAdapter", "twilio_sid"]
 
 RATE = 8000
 
@@ -42,13 +42,15 @@ def twilio_sid(prefix: str) -> str:
     return prefix + secrets.token_hex(16)
 
 
-@target("twilio")
-class TwilioTarget(TargetAdapter):
+@target("twilio", config=TwilioTarget)
+class TwilioAdapter(TargetAdapter):
     """One call to a Twilio Media Streams agent; see the module docstring."""
+
+    config: TwilioTarget
 
     agent_speaks_first = True
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    def __init__(self, config: TwilioTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.policy = ConnectPolicy.from_config(config.connect)
         self.session: VoiceSession | None = None

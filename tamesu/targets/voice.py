@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tamesu.actors.messages import Message, RawResponse, UserTurn
+from tamesu.config.targets.voice import VoiceTarget
 from tamesu.errors import TargetError
 from tamesu.jsonpath import JSONPathError, find_in_message, truthy
 from tamesu.targets.base import TargetAdapter, target
@@ -26,12 +27,11 @@ from tamesu.targets.rest_read import decode_text, parse_tool_calls
 from tamesu.templates import render, render_text
 
 if TYPE_CHECKING:
-    from tamesu.config.target import Target as TargetConfig
     from tamesu.targets.base import TargetContext
     from tamesu.voice.session import VoiceSession
     from tamesu.voice.socket import AudioSocket
 
-__all__ = ["VoiceTarget", "audio_url", "frame_template"]
+__all__ = ["VoiceAdapter", "audio_url", "frame_template"]
 
 _SENTINEL = "@@tamesu:audio:5b1f@@"
 
@@ -53,13 +53,15 @@ def frame_template(template: Any, scope: Any) -> tuple[str, str]:
     return prefix, suffix
 
 
-@target("voice")
-class VoiceTarget(TargetAdapter):
+@target("voice", config=VoiceTarget)
+class VoiceAdapter(TargetAdapter):
     """One call to a voice websocket agent; see the module docstring."""
+
+    config: VoiceTarget
 
     agent_speaks_first = True
 
-    def __init__(self, config: TargetConfig, ctx: TargetContext) -> None:
+    def __init__(self, config: VoiceTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         from tamesu.audio.codec import normalise_encoding
 

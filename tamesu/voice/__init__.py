@@ -16,13 +16,12 @@ from .lane import FRAME_S, CallAudio, Lane
 from .pump import FramePump
 from .recording import CallRecording, read_recording
 from .session import VoiceSession, VoiceWire
-from .settings import AUDIO_TARGETS, VoiceSettings, check_voice_test
+from .settings import VoiceSettings, check_voice_test
 from .speech import Utterance, make_utterance, render_dtmf, render_speech, speech_spans
 from .transport import Playout
 from .voice_metrics import BargeIn, CallTimeline, TurnTiming, voice_metrics, wer
 
 __all__ = [
-    "AUDIO_TARGETS",
     "FRAME_S",
     "BargeIn",
     "CallAudio",

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tamesu.config.kinds import target_kinds
 from tamesu.durations import parse_duration
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
 
 __all__ = [
-    "AUDIO_TARGETS",
     "DEFAULT_IDLE",
     "TranscriptSource",
     "VoiceSettings",
@@ -28,8 +28,6 @@ __all__ = [
 ]
 
 DEFAULT_IDLE = 2.0
-AUDIO_TARGETS = frozenset({"voice", "twilio"})
-"""Target types that always carry audio (no ``mode`` key); others join when their mode is audio."""
 
 TranscriptSource = Literal["auto", "agent", "stt"]
 
@@ -64,22 +62,16 @@ class VoiceSettings:
     def build(
         cls, config: Any, ctx: TargetContext, *, encoding: str, rate: int, **overrides: Any
     ) -> VoiceSettings:
-        """Settings of one call from the target's ``config``, the run's spec (in ``ctx.extra``) and overrides."""
-        spec = ctx.extra.get("spec")
-        test = getattr(spec, "test", None)
-        persona = getattr(test, "persona", None)
+        """Settings of one call from the target's ``config``, the run's context and overrides."""
+        persona = getattr(ctx.test, "persona", None)
         behaviors = getattr(persona, "behaviors", None)
         idle = parse_duration(config.idle) if getattr(config, "idle", None) else DEFAULT_IDLE
-        language = getattr(spec, "language", None) or getattr(persona, "language", None)
-        seed = getattr(spec, "seed", None)
-        if seed is None:
-            seed = zlib.crc32((getattr(spec, "run_id", None) or ctx.run_id or ctx.session).encode())
+        language = ctx.language or getattr(persona, "language", None)
+        seed = ctx.seed if ctx.seed is not None else zlib.crc32((ctx.run_id or ctx.session).encode())
         noise = getattr(behaviors, "background_noise", None)
         if noise and not _is_preset(noise):
-            base = Path(getattr(spec, "suite_dir", None) or ctx.suite_dir)
-            noise = str(Path(noise) if Path(noise).is_absolute() else base / noise)
+            noise = str(Path(noise) if Path(noise).is_absolute() else Path(ctx.suite_dir) / noise)
         silence = getattr(behaviors, "silence_after_turn_ms", None)
-        output = ctx.extra.get("output_dir")
         values: dict[str, Any] = {
             "encoding": encoding,
             "rate": rate,
@@ -88,17 +80,17 @@ class VoiceSettings:
             "transcript_source": getattr(config, "transcript_source", None) or "auto",
             "voice": getattr(persona, "voice", None),
             "language": language,
-            "tts_engine": ctx.extra.get("tts"),
-            "stt_engine": ctx.extra.get("stt"),
+            "tts_engine": ctx.tts_engine,
+            "stt_engine": ctx.stt_engine,
             "interrupt_probability": float(getattr(behaviors, "interrupt_probability", None) or 0.0),
             "silence_after_turn_ms": (int(silence[0]), int(silence[1])) if silence else None,
             "background_noise": noise,
             "noise_snr_db": float(getattr(behaviors, "background_noise_snr_db", None) or 20.0),
             "line_quality": getattr(behaviors, "line_quality", None),
             "seed": int(seed),
-            "detect_dtmf": bool(ctx.extra.get("detect_dtmf")) or _asserts_dtmf(spec),
+            "detect_dtmf": ctx.detect_dtmf,
             "greeting_wait": idle + 1.0,
-            "recording_dir": Path(output) / "recordings" if output else None,
+            "recording_dir": ctx.output_dir / "recordings" if ctx.output_dir else None,
         }
         values.update(overrides)
         return cls(**values)
@@ -119,20 +111,13 @@ def _is_preset(name: str) -> bool:
     return name in noise_presets
 
 
-def _asserts_dtmf(spec: Any) -> bool:
-    for named in getattr(spec, "assertions", None) or []:
-        if getattr(getattr(named, "item", None), "kind", None) == "dtmf_received":
-            return True
-    return False
-
-
 def check_voice_test(
     test: Any, target: Any, *, language: str | None = None, suite_dir: Path | str = "."
 ) -> list[str]:
     """Why an audio test is wrong as written (empty when it is right); loads no model.
 
-    The loader calls it for each expanded test whose target is an audio target (``AUDIO_TARGETS``,
-    or any target with ``mode: audio`` on it or on the test), once per language. It checks that the
+    The loader calls it for each expanded test whose target carries audio (a type registered with
+    ``audio="always"``, or ``mode: audio`` on the target or the test), once per language. It checks that the
     persona's voice resolves, that the background noise is a preset or an existing file, and that
     ``mode: text`` is not asked of a target that only carries audio. Whether this machine's STT
     engine hears the language is a question about the machine, not the suite: ``stt_problem``.
@@ -141,7 +126,11 @@ def check_voice_test(
     kind = str(getattr(target, "type", ""))
     persona = getattr(test, "persona", None)
     lang = language or getattr(persona, "language", None)
-    if kind in AUDIO_TARGETS and getattr(test, "mode", None) == "text":
+    if (
+        kind in target_kinds
+        and target_kinds.get(kind).audio == "always"
+        and getattr(test, "mode", None) == "text"
+    ):
         problems.append(f"mode: text does not apply to a {kind} target, which carries audio only")
     if kind == "twilio" and getattr(target, "transcript_source", "auto") == "agent":
         problems.append(

@@ -1,7 +1,9 @@
 """Small in-process target adapters and spec builders for the run-graph tests.
 
-These are real ``TargetAdapter`` classes registered under test-only type names (the suite's
-``type:`` enum does not know them, so specs are built with ``Target.model_construct``).
+These are real ``TargetAdapter`` classes registered under test-only type names with the config
+model every talking target extends (``TalkingTarget``, importable where a Ray worker unpickles
+these); the suite's union was built before they registered, so specs are built with
+``TalkingTarget.model_construct``.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from tamesu.actors.messages import (
 from tamesu.assertions.base import AssertionContext, AssertionResult
 from tamesu.config.assertion import Assertion
 from tamesu.config.suite import Capture, Scenario, Test
-from tamesu.config.target import Target
+from tamesu.config.targets.base import TalkingTarget
 from tamesu.errors import TargetError
 from tamesu.runner.spec import NamedAssertion, RunSpec
-from tamesu.targets.base import TargetAdapter
+from tamesu.targets.base import TargetAdapter, target
 
 
 class EchoAdapter(TargetAdapter):
@@ -140,16 +142,18 @@ def register() -> None:
     The registries are imported here, not at module level: pickled by value for a Ray worker,
     a module-level registry would travel as a copy instead of naming the worker's own.
     """
-    from tamesu.assertions.base import assertions
-    from tamesu.targets.base import targets
+    from tamesu.assertions.base import assertion
 
-    targets.add("test-echo", EchoAdapter)
-    targets.add("test-greeter", GreeterAdapter)
-    targets.add("test-failing", FailingAdapter)
-    targets.add("test-buggy", BuggyAdapter)
-    targets.add("test-speech", SpeechProbe)
-    targets.add("test-hanging", HangingAdapter)
-    assertions.add("test-last-reply", last_reply_evaluator)
+    for name, adapter in (
+        ("test-echo", EchoAdapter),
+        ("test-greeter", GreeterAdapter),
+        ("test-failing", FailingAdapter),
+        ("test-buggy", BuggyAdapter),
+        ("test-speech", SpeechProbe),
+        ("test-hanging", HangingAdapter),
+    ):
+        target(name, config=TalkingTarget)(adapter)
+    assertion("test-last-reply", spec=str)(last_reply_evaluator)
 
 
 class Check:
@@ -174,9 +178,9 @@ def make_spec(
 ) -> RunSpec:
     """A RunSpec of one test against a test adapter; ``checks`` are (report name, assertion)."""
     from tamesu.config.common import RESTSession
-    from tamesu.config.target import HandoffSignal
+    from tamesu.config.targets.base import HandoffSignal
 
-    target = Target.model_construct(
+    config = TalkingTarget.model_construct(
         type=type,
         session=RESTSession(id=session_id) if session_id is not None else None,
         handoff=HandoffSignal(**handoff) if handoff is not None else None,
@@ -197,7 +201,7 @@ def make_spec(
         suite_path="suite.yaml",
         suite_dir=".",
         target_name="agent",
-        target=target,
+        target=config,
         test=test,
         assertions=[NamedAssertion(name=name, item=item) for name, item in checks],
         vars=dict(vars or {}),

@@ -12,7 +12,7 @@ from tamesu.actors.placement import make_placement
 from tamesu.actors.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
 from tamesu.config.suite import Counterpart, Scenario
-from tamesu.config.target import Target
+from tamesu.config.targets.base import TalkingTarget
 
 from .agents import BuggyAdapter, Check, HangingAdapter, check, make_spec, register
 
@@ -155,7 +155,7 @@ async def test_a_counterpart_agent_plays_the_user(services: RunServices) -> None
             "scenario": Scenario(goal="Agree on a price", max_turns=2),
         }
     )
-    spec.counterpart_target = Target.model_construct(type="test-echo")
+    spec.counterpart_target = TalkingTarget.model_construct(type="test-echo")
     out = await run_graph(spec, services)
     assert out.error is None
     assert texts(out) == [

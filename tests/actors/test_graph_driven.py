@@ -11,7 +11,8 @@ import pytest
 from tamesu.actors.graph import run_graph
 from tamesu.actors.messages import Message, UserTurn
 from tamesu.actors.services import RunServices
-from tamesu.targets.base import targets
+from tamesu.config.targets.base import TalkingTarget
+from tamesu.targets.base import target
 
 from .agents import EchoAdapter, make_spec
 
@@ -37,7 +38,7 @@ async def services() -> AsyncIterator[RunServices]:
 
 
 async def test_every_turn_runs_in_the_runs_own_task(services: RunServices) -> None:
-    targets.add("test-task-watching", TaskWatchingAdapter)
+    target("test-task-watching", config=TalkingTarget)(TaskWatchingAdapter)
     TaskWatchingAdapter.seen.clear()
     tasks_before = len(asyncio.all_tasks())
     out = await run_graph(make_spec(type="test-task-watching", say=["a", "b", "c"]), services)

@@ -20,13 +20,13 @@ NO_COMPETITORS = """
 from tamesu.assertions import AssertionResult, custom_assertion
 
 @custom_assertion("no_competitor_names")
-def no_competitor_names(transcript, ctx):
-    bad = [w for w in ("acme", "globex") if w in transcript.agent_text().lower()]
+def no_competitor_names(spec, ctx):
+    bad = [w for w in ("acme", "globex") if w in ctx.transcript.agent_text().lower()]
     return AssertionResult.of(not bad, expected="no competitor names", actual=bad)
 
 @custom_assertion("polite")
-async def polite(transcript, ctx):
-    return "please" in transcript.agent_text().lower(), "the agent never said please"
+async def polite(spec, ctx):
+    return "please" in ctx.transcript.agent_text().lower(), "the agent never said please"
 """
 
 
@@ -97,8 +97,8 @@ async def test_tamesu_plugins_file_and_module(
     (tmp_path / "lib" / "shop_checks.py").write_text(
         "from tamesu.assertions import custom_assertion\n"
         "@custom_assertion('short')\n"
-        "def short(transcript, ctx):\n"
-        "    return len(transcript.agent_turns()) <= 1\n"
+        "def short(spec, ctx):\n"
+        "    return len(ctx.transcript.agent_turns()) <= 1\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path / "lib"))
     monkeypatch.setenv("TAMESU_PLUGINS", f"{plugin}, shop_checks")
@@ -113,7 +113,7 @@ async def test_entry_point_group(check: Check, tmp_path: Path, monkeypatch: pyte
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: shopplug\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[tamesu.assertions]\nmentions_acme = shopplug:mentions_acme\n")
     (site / "shopplug.py").write_text(
-        "def mentions_acme(transcript, ctx):\n    return 'acme' in transcript.agent_text().lower()\n"
+        "def mentions_acme(spec, ctx):\n    return 'acme' in ctx.transcript.agent_text().lower()\n"
     )
     monkeypatch.syspath_prepend(str(site))
     assert (await check({"custom": "mentions_acme"}, RUN, suite_dir=tmp_path)).passed
@@ -127,6 +127,6 @@ async def test_a_broken_plugin_is_an_error_naming_it(check: Check, tmp_path: Pat
 
 
 async def test_bad_return_value_is_an_error(check: Check, tmp_path: Path) -> None:
-    custom_assertions.add("sloppy", lambda transcript, ctx: "yes")
+    custom_assertions.add("sloppy", lambda spec, ctx: "yes")
     result = await check({"custom": "sloppy"}, RUN, suite_dir=tmp_path)
     assert result.error and "must return an AssertionResult" in result.message

@@ -100,14 +100,14 @@ ORDER = {
 
 async def test_http_json_path_equals(check: Check, scope: Scope, redactor: Redactor) -> None:
     item = {"http": {**ORDER, "json_path": {"path": "$.status", "equals": "refunded"}}}
-    result = await check(item, RUN, scope=scope, extra={"redactor": redactor})
+    result = await check(item, RUN, scope=scope, redactor=redactor)
     assert result.passed, result.message
     assert result.actual["status"] == 200
     wrong = await check(
         {"http": {**ORDER, "json_path": {"path": "$.amount", "equals": 50}}},
         RUN,
         scope=scope,
-        extra={"redactor": redactor},
+        redactor=redactor,
     )
     assert not wrong.passed and not wrong.error and wrong.message == "$.amount is 40, expected 50"
 
@@ -160,7 +160,7 @@ async def test_http_unreachable_is_an_error_and_hides_secrets(
     item = {
         "http": {"url": f"http://127.0.0.1:{port}/orders?key={{{{secrets.ADMIN_TOKEN}}}}", "timeout": "5s"}
     }
-    result = await check(item, RUN, scope=scope, extra={"redactor": redactor})
+    result = await check(item, RUN, scope=scope, redactor=redactor)
     assert result.error and not result.passed
     assert TOKEN not in result.message and "***" in result.message
 
@@ -187,7 +187,7 @@ async def test_http_secret_values_never_show(check: Check, scope: Scope, redacto
             "contains": "nothing like this",
         }
     }
-    result = await check(item, RUN, scope=scope, extra={"redactor": redactor})
+    result = await check(item, RUN, scope=scope, redactor=redactor)
     assert not result.passed
     assert TOKEN not in result.message and TOKEN not in json.dumps(result.actual)
     assert "Bearer ***" in result.message
@@ -242,7 +242,7 @@ async def test_command_timeout_is_an_error_and_kills_it(check: Check, scope: Sco
 
 async def test_command_redacts_secrets(check: Check, scope: Scope, redactor: Redactor) -> None:
     item = {"command": {"run": "echo token={{secrets.ADMIN_TOKEN}}", "contains": "nope"}}
-    result = await check(item, RUN, scope=scope, extra={"redactor": redactor})
+    result = await check(item, RUN, scope=scope, redactor=redactor)
     assert not result.passed
     assert TOKEN not in result.message and TOKEN not in json.dumps([result.expected, result.actual])
     assert "token=***" in result.actual["output"]

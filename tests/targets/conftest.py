@@ -102,10 +102,10 @@ class Harness:
         )
 
     async def target(self, config: dict[str, Any], **ctx: Any) -> TargetAdapter:
-        from tamesu.config.target import Target
+        from tamesu.config.target import parse_target
 
-        cfg = Target.model_validate({"type": "rest", **config})
-        adapter = targets.get(cfg.type)(cfg, self.context(**ctx))
+        cfg = parse_target({"type": "rest", **config})
+        adapter = targets.adapter(cfg.type)(cfg, self.context(**ctx))
         self.started.append(adapter)
         await adapter.start()
         return adapter

@@ -17,10 +17,10 @@ from playwright.async_api import Error as PlaywrightError
 
 from tamesu.actors.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.config.suite import Step
-from tamesu.config.target import Target
+from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
 from tamesu.targets import browser_steps
-from tamesu.targets.browser import BrowserTarget
+from tamesu.targets.browser import BrowserAdapter
 from tamesu.targets.browser_session import chromium_path, close_shared_browsers
 from tamesu.testing.web_shop import WebShop, serve_web_shop
 
@@ -57,12 +57,10 @@ class Page:
     ) -> None:
         ctx = harness.context(turn_timeout=10.0)
         ctx.suite_dir = str(out)
-        ctx.extra = {
-            "spec": SimpleNamespace(test=SimpleNamespace(steps=[Step.model_validate(s) for s in steps])),
-            "output_dir": str(out),
-            "update_golden": update_golden,
-        }
-        self.adapter = BrowserTarget(Target.model_validate({"type": "browser", **config}), ctx)
+        ctx.test = SimpleNamespace(steps=[Step.model_validate(s) for s in steps])  # type: ignore[assignment]
+        ctx.output_dir = out
+        ctx.update_golden = update_golden
+        self.adapter = BrowserAdapter(parse_target({"type": "browser", **config}), ctx)
         harness.started.append(self.adapter)
 
     async def open(self) -> list[Message]:
@@ -560,7 +558,7 @@ async def test_a_goal_not_met_within_max_goal_steps_fails_the_run(
     async with serve_model_server(looking) as server:
         page = Page(harness, {"url": url, "browser": {"recording": "off"}}, [{"goal": "Buy shoes"}], tmp_path)
         page.adapter.ctx.models = scripted_router(server)
-        page.adapter.ctx.extra["spec"].extra = {"max_goal_steps": 2}
+        page.adapter.ctx.max_goal_steps = 2
         out = await page.open()
     assert len([m for m in out if isinstance(m, Event) and m.name == "browser_action"]) == 2
     [result] = page.adapter.results()

@@ -12,7 +12,7 @@ import pytest
 from tamesu.actors.messages import RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.clock import VirtualClock
 from tamesu.config import Models
-from tamesu.config.target import Target
+from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
 from tamesu.fuzz import HOSTILE_PAYLOADS, HUGE_BYTES
 from tamesu.models import ModelRouter, UsageLedger
@@ -67,8 +67,8 @@ class Rig:
             ctx.clock = clock
         if suite_dir is not None:
             ctx.suite_dir = str(suite_dir)
-        cfg = Target.model_validate({"type": "model", **config})
-        adapter = targets.get("model")(cfg, ctx)
+        cfg = parse_target({"type": "model", **config})
+        adapter = targets.adapter("model")(cfg, ctx)
         self.harness.started.append(adapter)
         await adapter.start()
         return adapter
@@ -227,9 +227,9 @@ async def test_missing_system_file_and_missing_router_are_config_errors(
     with pytest.raises(TargetError, match="system_file") as info:
         await rig.target({"system_file": "nope.md"}, suite_dir=tmp_path)
     assert not info.value.retryable
-    cfg = Target.model_validate({"type": "model", "system": "s"})
+    cfg = parse_target({"type": "model", "system": "s"})
     with pytest.raises(TargetError, match=r"models\.default"):
-        await targets.get("model")(cfg, harness.context()).start()
+        await targets.adapter("model")(cfg, harness.context()).start()
 
 
 NORMAL = {"topic": "returns", "window_days": 30}

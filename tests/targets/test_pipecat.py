@@ -300,8 +300,8 @@ async def test_text_mode_with_a_client_side_function_and_the_bot_ending_the_call
 
 @pytest.mark.integration
 async def test_fuzz_tools_change_what_the_bots_llm_gets_back(harness) -> None:
-    from tamesu.config.target import Target
-    from tamesu.targets.pipecat import PipecatTarget
+    from tamesu.config.target import parse_target
+    from tamesu.targets.pipecat import PipecatAdapter
     from tamesu.testing.model_server import Reply
 
     async with running_bot("text") as (url, llm):
@@ -310,7 +310,7 @@ async def test_fuzz_tools_change_what_the_bots_llm_gets_back(harness) -> None:
         )
         ctx = harness.context()
         ctx.fuzz = {"lookup_order": "null"}
-        t = PipecatTarget(Target.model_validate(bot_config(url)), ctx)
+        t = PipecatAdapter(parse_target(bot_config(url)), ctx)
         harness.started.append(t)
         await t.start()
         out = await harness.say(t, "Where is A1?")
@@ -443,7 +443,7 @@ async def test_audio_mode_speaks_to_the_bots_vad_and_stt_and_hears_its_tts(harne
 
 @pytest.mark.unit
 def test_the_example_suite_validates() -> None:
-    from tamesu.config.load import load_suite
+    from tamesu.config.loader import load_suite
 
     loaded = load_suite(ROOT / "examples" / "pipecat" / "suite.yaml")
     assert {t.target for t in loaded.suite.tests} == {"bot", "bot_audio"}

@@ -47,13 +47,11 @@ async def audio_target(
     harness: Any, config: dict[str, Any], *, idle: str = "400ms", turn_timeout: float = 10.0
 ) -> Any:
     """A started audio-mode realtime target whose turns end after ``idle`` of quiet (default 2s)."""
-    from tamesu.config.target import Target
-    from tamesu.targets.realtime import RealtimeTarget
+    from tamesu.config.target import parse_target
+    from tamesu.targets.realtime import RealtimeAdapter
 
-    cfg = Target.model_validate({"type": "realtime", "mode": "audio", **config}).model_copy(
-        update={"idle": idle}
-    )
-    t = RealtimeTarget(cfg, harness.context(turn_timeout=turn_timeout))
+    cfg = parse_target({"type": "realtime", "mode": "audio", **config}).model_copy(update={"idle": idle})
+    t = RealtimeAdapter(cfg, harness.context(turn_timeout=turn_timeout))
     harness.started.append(t)
     await t.start()
     return t
@@ -279,8 +277,8 @@ async def test_beta_tool_calls_are_named_from_their_output_item(harness) -> None
 
 @pytest.mark.integration
 async def test_fuzz_tools_replace_the_configured_result(harness) -> None:
-    from tamesu.config.target import Target
-    from tamesu.targets.realtime import RealtimeTarget
+    from tamesu.config.target import parse_target
+    from tamesu.targets.realtime import RealtimeAdapter
 
     async with serve_realtime_server(recording("ga_text_tools.jsonl")) as server:
         ctx = harness.context()
@@ -290,7 +288,7 @@ async def test_fuzz_tools_replace_the_configured_result(harness) -> None:
             "url": server.url,
             "tool_results": {"lookup_order": {"status": "shipped"}},
         }
-        t = RealtimeTarget(Target.model_validate(config), ctx)
+        t = RealtimeAdapter(parse_target(config), ctx)
         harness.started.append(t)
         await t.start()
         await harness.say(t, "What is your return window?")
@@ -500,7 +498,7 @@ async def test_audio_with_real_speech_both_ways_and_our_transcription(harness) -
 async def test_the_example_suite_passes_and_the_key_is_nowhere_in_its_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tamesu.config.load import load_suite
+    from tamesu.config.loader import load_suite
     from tamesu.runner.api import run_async
 
     suite = Path(__file__).resolve().parents[2] / "examples" / "realtime" / "suite.yaml"
@@ -556,15 +554,14 @@ async def test_a_call_without_a_configured_result_gets_an_error_it_can_read(harn
 
 @pytest.mark.unit
 def test_the_tests_mode_overrides_the_targets(harness) -> None:
-    from types import SimpleNamespace
-
-    from tamesu.config.target import Target
-    from tamesu.targets.pipecat import PipecatTarget
-    from tamesu.targets.realtime import RealtimeTarget
+    from tamesu.config.suite import Test
+    from tamesu.config.target import parse_target
+    from tamesu.targets.pipecat import PipecatAdapter
+    from tamesu.targets.realtime import RealtimeAdapter
 
     ctx = harness.context()
-    ctx.extra["spec"] = SimpleNamespace(test=SimpleNamespace(mode="audio", fuzz_tools=None), seed=None)
-    t = RealtimeTarget(Target.model_validate({"type": "realtime", "mode": "text"}), ctx)
+    ctx.test = Test.model_validate({"name": "t", "target": "api", "mode": "audio"})
+    t = RealtimeAdapter(parse_target({"type": "realtime", "mode": "text"}), ctx)
     assert t.audio and t.dialect.base_session()["output_modalities"] == ["audio"]
-    p = PipecatTarget(Target.model_validate({"type": "pipecat", "url": "ws://x", "mode": "text"}), ctx)
+    p = PipecatAdapter(parse_target({"type": "pipecat", "url": "ws://x", "mode": "text"}), ctx)
     assert p.audio

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tamesu.actors.messages import Handoff, ToolCall
-from tamesu.config.target import ConnectConfig, HandoffSignal
+from tamesu.config.targets.base import ConnectConfig, HandoffSignal
 from tamesu.targets.connect import ConnectPolicy
 from tamesu.targets.handoff import detect_handoff
 from tamesu.targets.rest_listen import PathFilter

@@ -376,7 +376,8 @@ def metrics_of(messages: list[Any]) -> dict[str, float]:
 def spec_with(
     persona: dict[str, Any] | None = None, *, seed: int = 7, assertions: tuple[str, ...] = ()
 ) -> Any:
-    """Enough of a RunSpec for ``VoiceSettings.build``: the persona (with behaviors) and assertion kinds."""
+    """Enough of a RunSpec for a call's context (``run_context``): the persona (with behaviors) and
+    assertion kinds."""
     from types import SimpleNamespace
 
     from tamesu.config.suite import Persona
@@ -389,6 +390,18 @@ def spec_with(
         suite_dir=".",
         assertions=[SimpleNamespace(item=SimpleNamespace(kind=k)) for k in assertions],
     )
+
+
+def run_context(spec: Any) -> dict[str, Any]:
+    """The TargetContext fields a run's graph takes from its spec (what ``spec_with`` makes)."""
+    if spec is None:
+        return {}
+    return {
+        "test": spec.test,
+        "language": spec.language,
+        "seed": spec.seed,
+        "detect_dtmf": any(a.item.kind == "dtmf_received" for a in spec.assertions),
+    }
 
 
 class Calls:
@@ -413,7 +426,12 @@ class Calls:
         return agent, await self.serve(agent.app())
 
     def context(
-        self, *, turn_timeout: float = 5.0, secrets: dict[str, str] | None = None, **extra: Any
+        self,
+        *,
+        turn_timeout: float = 5.0,
+        secrets: dict[str, str] | None = None,
+        spec: Any = None,
+        **fields: Any,
     ) -> TargetContext:
         redactor = Redactor()
         for value in (secrets or {}).values():
@@ -429,14 +447,20 @@ class Calls:
             http=self.http,
             redactor=redactor,
             turn_timeout=turn_timeout,
-            extra={"tts": "test-vowel", "stt": "test-stt", "output_dir": self.out, **extra},
+            **{
+                "tts_engine": "test-vowel",
+                "stt_engine": "test-stt",
+                "output_dir": self.out,
+                **run_context(spec),
+                **fields,
+            },
         )
 
     async def target(self, config: dict[str, Any], *, start: bool = True, **ctx: Any) -> Any:
-        from tamesu.config.target import Target
+        from tamesu.config.target import parse_target
 
-        cfg = Target.model_validate(config)
-        adapter = targets.get(cfg.type)(cfg, self.context(**ctx))
+        cfg = parse_target(config)
+        adapter = targets.adapter(cfg.type)(cfg, self.context(**ctx))
         self.started.append(adapter)
         if start:
             await adapter.start()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from tamesu.assertions.base import AssertionContext, evaluate
 from tamesu.clock import MonotonicClock
 from tamesu.config.suite import Test
-from tamesu.config.target import Target
+from tamesu.config.target import parse_target
 from tamesu.secrets import Redactor
 from tamesu.targets.base import TargetContext
 from tamesu.templates import Scope
@@ -18,12 +19,12 @@ from tamesu.transcript import Transcript
 from tamesu.voice import VoiceSettings, check_voice_test
 from tamesu.voice.settings import stt_problem
 
-from .peers import spec_with
+from .peers import run_context, spec_with
 
 pytestmark = pytest.mark.unit
 
 
-def ctx(**extra: object) -> TargetContext:
+def ctx(*, spec: object = None, **fields: Any) -> TargetContext:
     return TargetContext(
         name="phone",
         run_id="run-9",
@@ -33,15 +34,14 @@ def ctx(**extra: object) -> TargetContext:
         http=None,  # type: ignore[arg-type]
         redactor=Redactor(),
         turn_timeout=12.0,
-        extra=dict(extra),
+        **run_context(spec),
+        **fields,
     )
 
 
 def test_settings_come_from_target_persona_and_spec(tmp_path: Path) -> None:
     (tmp_path / "street.wav").write_bytes(b"")
-    target = Target.model_validate(
-        {"type": "twilio", "url": "ws://x", "idle": "1500ms", "transcript_source": "stt"}
-    )
+    target = parse_target({"type": "twilio", "url": "ws://x", "idle": "1500ms", "transcript_source": "stt"})
     spec = spec_with(
         {
             "voice": "en-GB-female",
@@ -68,7 +68,7 @@ def test_settings_come_from_target_persona_and_spec(tmp_path: Path) -> None:
     assert (s.noise_snr_db, s.line_quality, s.detect_dtmf) == (12.0, "mobile_poor", True)
     assert s.recording_dir == tmp_path / "recordings" and s.greeting_wait == pytest.approx(2.5)
     plain = VoiceSettings.build(
-        Target.model_validate({"type": "voice", "url": "ws://x"}), ctx(), encoding="pcm16", rate=16000
+        parse_target({"type": "voice", "url": "ws://x"}), ctx(), encoding="pcm16", rate=16000
     )
     assert (plain.idle, plain.interrupt_probability, plain.recording_dir, plain.detect_dtmf) == (
         2.0,
@@ -79,20 +79,20 @@ def test_settings_come_from_target_persona_and_spec(tmp_path: Path) -> None:
     assert (
         plain.seed
         == VoiceSettings.build(
-            Target.model_validate({"type": "voice", "url": "ws://x"}), ctx(), encoding="pcm16", rate=16000
+            parse_target({"type": "voice", "url": "ws://x"}), ctx(), encoding="pcm16", rate=16000
         ).seed
     )
 
 
 def test_check_voice_test_says_what_cannot_run(tmp_path: Path) -> None:
-    target = Target.model_validate({"type": "voice", "url": "ws://x"})
+    target = parse_target({"type": "voice", "url": "ws://x"})
 
     def test(**persona: object) -> Test:
         return Test.model_validate({"name": "t", "target": "phone", "persona": persona or None})
 
     assert check_voice_test(test(language="en"), target) == []
     assert check_voice_test(test(language="es-ES"), target) == [], "what the STT hears is stt_problem's"
-    agent_words = Target.model_validate({"type": "voice", "url": "ws://x", "transcript_source": "agent"})
+    agent_words = parse_target({"type": "voice", "url": "ws://x", "transcript_source": "agent"})
     assert check_voice_test(test(language="es-ES"), agent_words) == []
     assert "unknown voice" in check_voice_test(test(voice="xx-YY-robot"), agent_words)[0]
     noise = test(behaviors={"background_noise": "missing.wav"})
@@ -101,12 +101,12 @@ def test_check_voice_test_says_what_cannot_run(tmp_path: Path) -> None:
     assert check_voice_test(noise, target, suite_dir=tmp_path) == []
     text_mode = Test.model_validate({"name": "t", "target": "phone", "mode": "text"})
     assert "carries audio only" in check_voice_test(text_mode, target)[0]
-    twilio = Target.model_validate({"type": "twilio", "url": "ws://x", "transcript_source": "agent"})
+    twilio = parse_target({"type": "twilio", "url": "ws://x", "transcript_source": "agent"})
     assert "carry no transcript" in check_voice_test(test(), twilio)[0]
 
 
 def test_stt_problem_says_when_the_stt_here_cannot_hear_the_language() -> None:
-    target = Target.model_validate({"type": "voice", "url": "ws://x"})
+    target = parse_target({"type": "voice", "url": "ws://x"})
     assert stt_problem(target, "en") is None and stt_problem(target, None) is None
     assert "cannot transcribe 'es-ES'" in (stt_problem(target, "es-ES") or "")
     assert stt_problem({"type": "voice", "transcript_source": "agent"}, "es-ES") is None
