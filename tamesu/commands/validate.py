@@ -1,8 +1,7 @@
 """``tamesu validate``: load and check suites and tamesu.yaml, run nothing, report every problem.
 
-Valid files are vouched for by the fast path (``tamesu.config.fastcheck``, no pydantic models);
-whenever it is not sure, the models load every file and report every error as they always do.
-What this environment cannot run of a valid suite is a warning (exit 0), an error with ``--strict``.
+Every file goes through the models and the checks (``tamesu.config.loader.validate_paths``); what this
+environment cannot run of a valid suite is a warning (exit 0), an error with ``--strict``.
 """
 
 from __future__ import annotations
@@ -36,21 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tamesu.config.fastcheck import validate_fast
+    from tamesu.config.loader import validate_paths
 
     color = bool(getattr(args, "use_color", False))
     strict = bool(getattr(args, "strict", False))
-    fast = validate_fast(args.paths or ["."])
-    if fast is not None:
-        errors: list[ConfigError] = []
-        warnings = _unique(fast.warnings)
-        suites, tests = fast.suites, fast.tests
-    else:
-        from tamesu.config.load import validate_paths
-
-        report = validate_paths(args.paths or ["."])
-        errors, warnings = report.errors, _unique(report.warnings)
-        suites, tests = len(report.suites), report.tests
+    report = validate_paths(args.paths or ["."])
+    errors: list[ConfigError] = report.errors
+    warnings = _unique(report.warnings)
+    suites, tests = len(report.suites), report.tests
     if strict:
         errors, warnings = [*errors, *warnings], []
     if args.json:

@@ -2,10 +2,10 @@
 
 The files in schema/ are this module's output, checked in so editors can point at them; a test
 fails when they are stale. Regenerate them with ``tamesu schema > schema/tamesu.schema.json`` and
-``tamesu schema --project > schema/tamesu-project.schema.json``. The same schemas, compiled by
-``tamesu.config.fastgen``, are the validator ``tamesu validate`` runs before (and mostly instead
-of) the models, so the models' Python-side rules are written into them too (``set_schema``,
-if/then rules): regenerate that module with ``python -m tamesu.config.fastgen``.
+``tamesu schema --project > schema/tamesu-project.schema.json``. The targets and assertions come
+from the registries (``tamesu.config.kinds``), so an installed plugin's target type or assertion
+kind is in the schema too. The models' Python-side rules are written into the schema where JSON
+Schema can say them (``set_schema``, if/then rules), so editors flag what validate would.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """validate knows what it can know: patterns compile, metric and capture names exist, names render,
-and every problem of a file is in one report; both of validate's paths agree."""
+and every problem of a file is in one report."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.cli import main
-from tamesu.config.fastcheck import validate_fast
-from tamesu.config.load import load_project, load_suite, validate_paths
+from tamesu.config.loader import load_project, load_suite, validate_paths
 from tamesu.errors import ConfigError, ConfigErrors
 
 pytestmark = pytest.mark.unit
@@ -18,14 +17,12 @@ HEAD = 'suite: demo\ntargets:\n  api: { type: rest, url: "http://127.0.0.1:9/cha
 
 
 def problems(tmp_path: Path, text: str, project: str | None = None) -> list[ConfigError]:
-    """Every error of the suite; validate's fast path must then decline to call it valid."""
+    """Every error of the suite."""
     if project is not None:
         (tmp_path / "tamesu.yaml").write_text(project, encoding="utf-8")
     path = tmp_path / "suite.yaml"
     path.write_text(text, encoding="utf-8")
-    report = validate_paths([path])
-    assert (validate_fast([path]) is None) == bool(report.errors)
-    return report.errors
+    return validate_paths([path]).errors
 
 
 def at(errors: list[ConfigError]) -> list[tuple[str, str]]:
