@@ -152,5 +152,5 @@ assertion_kind(
     description="The agent messaged this remote agent (a name, or agent/contains/regex).",
     example={"agent": "billing", "contains": "refund"},
     evaluator="tamesu.assertions.delegation:delegated_to",
-    summary="the agent messaged a remote agent of the suite (`contains`, `regex` on what it sent)",
+    summary="the agent sent a message to this remote agent (with `contains` / `regex`: one that says so)",
 )

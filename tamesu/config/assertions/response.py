@@ -21,7 +21,7 @@ assertion_kind(
     description="rest and a2a: a path in a turn's response (the task, for a2a) exists and, with equals, has that value.",
     example={"path": "$.status", "equals": "ok"},
     evaluator="tamesu.assertions.response:json_path",
-    summary="a path exists in some turn's raw response (with `equals`: some match equals the value)",
+    summary="a path exists in some turn's raw response (a2a: the task) (with `equals`: some match equals the value)",
 )
 
 

@@ -60,7 +60,8 @@ assertion_kind(
         "json_path": {"path": "$.status", "equals": "refunded"},
     },
     evaluator="tamesu.assertions.state:http_state",
-    summary="your backend's state after the conversation: a request's status, JSONPath and body text",
+    summary="your backend's state after the conversation: a request's status, JSONPath and body text; agent "
+    "values reach the URL percent-encoded (Templates, above)",
 )
 
 
@@ -70,5 +71,6 @@ assertion_kind(
     description="Backend state after the conversation: a command whose exit code and output are checked.",
     example={"run": "./scripts/ledger.sh {{captured.order_id}}", "contains": "credited"},
     evaluator="tamesu.assertions.state:command_state",
-    summary="your backend's state after the conversation: a command's exit code and output",
+    summary="your backend's state after the conversation: a command's exit code and output; agent values "
+    "reach it as `$TAMESU_CAPTURED_NAME` (Templates, above)",
 )

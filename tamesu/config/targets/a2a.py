@@ -34,7 +34,8 @@ class Push(ShortForm):
     "a2a",
     adapter="tamesu.targets.a2a:A2AAdapter",
     parts={"text": frozenset({"say", "data", "files"})},
-    summary="An Agent2Agent agent (JSON-RPC, HTTP+JSON or gRPC), with messages, data and files",
+    summary="An Agent2Agent agent over JSON-RPC, HTTP+JSON or gRPC (the official a2a-sdk client), and the "
+    "remote agents it delegates to",
 )
 class A2ATarget(TalkingTarget, WithHeaders, WithTurnTimeout):
     """An agent reached through the Agent2Agent protocol, found by its agent card."""

@@ -63,7 +63,10 @@ class BrowserAuth(ConfigModel):
 
 
 @target_type(
-    "browser", summary="A web page in Chromium, driven by fixed steps and a browser agent acting on goals"
+    "browser",
+    adapter="tamesu.targets.browser:BrowserAdapter",
+    extra="browser",
+    summary="A web page in Chromium: deterministic steps, and a chat widget spoken to as a conversation",
 )
 class BrowserTarget(TargetConfig):
     """A web application tested through its pages."""

@@ -14,7 +14,7 @@ __all__ = ["GrpcTarget"]
     adapter="tamesu.targets.grpc:GrpcAdapter",
     extra="grpc",
     parts={"text": SAY_AND_DATA},
-    summary="An agent behind a gRPC service (schema/agent.proto: a bidirectional Converse stream)",
+    summary="An agent serving tamesu's gRPC protocol, `schema/agent.proto`",
 )
 class GrpcTarget(TalkingTarget, WithHeaders, WithTurnTimeout):
     """An agent reached through tamesu's gRPC service definition; headers travel as call metadata."""

@@ -18,7 +18,7 @@ __all__ = ["McpTarget"]
     adapter="tamesu.targets.mcp:McpAdapter",
     extra="mcp",
     parts={"text": SAY_AND_DATA},
-    summary="The prompt under test with the tools of an MCP server (a stdio command or streamable HTTP)",
+    summary="A system prompt under test with the tools of a real MCP server (stdio or streamable HTTP)",
 )
 class McpTarget(TalkingTarget, PromptUnderTest, WithHeaders):
     """A prompt run on a model whose tools are an MCP server's: the server is part of what is tested."""
