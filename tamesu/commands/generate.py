@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tamesu.config.load import validate_paths
+    from tamesu.config.loader import validate_paths
     from tamesu.errors import UsageError
     from tamesu.redteam.generate import generate
 

@@ -6,7 +6,7 @@ registry when this module is imported. A key that another type takes is refused 
 that take it (``TargetConfig``), and the JSON Schema carries each type's keys and rules.
 """
 
-from typing import TYPE_CHECKING, Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import Field, TypeAdapter
 
@@ -17,9 +17,22 @@ __all__ = ["Target", "TargetConfig", "parse_target", "target_union"]
 
 
 def target_union() -> Any:
-    """The union of every target type registered now (built-ins and plugins), tagged by ``type``."""
-    configs = tuple(e.config for e in target_kinds.entries())
+    """The union of every target type registered now (built-ins and plugins), tagged by ``type``.
+
+    A kind whose config does not pin ``type`` to its name (a test's adapter registered with a shared
+    config) can run a spec built by hand, but is no member a suite can name.
+    """
+    configs = tuple(e.config for e in target_kinds.entries() if _pinned(e.config, e.name))
     return Annotated[Union[configs], Field(discriminator="type")]  # noqa: UP007
+
+
+def _pinned(config: Any, name: str) -> bool:
+    field = config.model_fields.get("type")
+    return (
+        field is not None
+        and get_origin(field.annotation) is Literal
+        and get_args(field.annotation) == (name,)
+    )
 
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.errors import ConfigError, ConfigErrors, ModelError, UsageError
 
 if TYPE_CHECKING:
-    from tamesu.config.load import LoadedSuite
+    from tamesu.config.loader import LoadedSuite
     from tamesu.models.router import ModelRouter
     from tamesu.secrets import Redactor
 
@@ -223,7 +223,7 @@ def _problems(doc: dict[str, Any], folder: Path) -> list[ConfigError]:
 
     import yaml
 
-    from tamesu.config.load import load_suite
+    from tamesu.config.loader import load_suite
 
     with tempfile.NamedTemporaryFile(
         "w", suffix=".yaml", prefix=".tamesu-generate-", dir=folder, delete=False, encoding="utf-8"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.config.load import validate_paths
+from tamesu.config.loader import validate_paths
 from tamesu.extras import EXTRAS, Extra
 
 pytestmark = pytest.mark.unit

@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 
 from tamesu.actors.placement.ray import RayPlacement  # noqa: E402
 from tamesu.actors.pools import Autoscaler  # noqa: E402
-from tamesu.config.load import load_suite  # noqa: E402
+from tamesu.config.loader import load_suite  # noqa: E402
 from tamesu.runner.plan import plan  # noqa: E402
 
 from ..voice import peers  # noqa: E402

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.cli import main
-from tamesu.config.load import validate_paths
+from tamesu.config.loader import validate_paths
 from tamesu.redteam.model import Canary, Decoded, PackCheck
 from tamesu.redteam.registry import get_playbook
 from tamesu.runner.plan import plan

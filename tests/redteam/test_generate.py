@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.cli import main
-from tamesu.config.load import load_suite
+from tamesu.config.loader import load_suite
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 
 from .agents import serve_agent

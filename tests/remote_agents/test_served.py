@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tamesu.config.suite import RemoteAgent
-from tamesu.config.target import Target
+from tamesu.config.target import parse_target
 from tamesu.remote_agents import served
 from tamesu.runner.spec import NamedAssertion
 
@@ -25,15 +25,13 @@ def delegation(agent: object) -> NamedAssertion:
 
 
 def test_a_run_serves_the_agents_its_target_names_and_those_with_a_fixed_address() -> None:
-    target = Target.model_validate(
-        {"type": "a2a", "url": "http://x", "metadata": {"b": "{{remote.billing.url}}"}}
-    )
+    target = parse_target({"type": "a2a", "url": "http://x", "metadata": {"b": "{{remote.billing.url}}"}})
     assert sorted(served(AGENTS, target=target, counterpart=None, test=None)) == ["billing", "legacy"]
 
 
 def test_delegated_to_and_a_counterparts_configuration_name_agents_too() -> None:
-    target = Target.model_validate({"type": "a2a", "url": "http://x"})
-    counterpart = Target.model_validate({"type": "rest", "url": "{{remote.shipping.url}}chat"})
+    target = parse_target({"type": "a2a", "url": "http://x"})
+    counterpart = parse_target({"type": "rest", "url": "{{remote.shipping.url}}chat"})
     names = served(
         AGENTS, target=target, counterpart=counterpart, test=None, assertions=[delegation("billing")]
     )
@@ -45,5 +43,5 @@ def test_delegated_to_and_a_counterparts_configuration_name_agents_too() -> None
 
 
 def test_a_suite_without_remote_agents_serves_none() -> None:
-    target = Target.model_validate({"type": "a2a", "url": "http://x"})
+    target = parse_target({"type": "a2a", "url": "http://x"})
     assert served({}, target=target, counterpart=None, test=None) == {}

@@ -117,7 +117,7 @@ async def test_an_a2a_counterpart_plays_the_user(tmp_path: Path) -> None:
 
 
 async def test_a_suite_with_every_a2a_key_validates_without_warnings(tmp_path: Path) -> None:
-    from tamesu.config.load import load_suite
+    from tamesu.config.loader import load_suite
 
     (tmp_path / "invoice.pdf").write_bytes(b"%PDF")
     suite = tmp_path / "suite.yaml"

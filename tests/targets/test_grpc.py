@@ -9,14 +9,13 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import grpc
 import pytest
 
 from tamesu.actors.messages import AgentPartial, Handoff, RawResponse, ToolCall, ToolResult, UserTurn
-from tamesu.config.target import Target
+from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
 from tamesu.limits import LimitExceeded, Limits
 from tamesu.runner.api import run_async
@@ -148,11 +147,9 @@ async def test_the_session_id_metadata_and_data_reach_the_agent(harness: Any, se
                 yield text(f"said={event.user_turn.text} data={data}")
                 yield END
 
-    config = Target.model_validate(
-        {"type": "grpc", "url": await servicer(behaviour), "headers": {"X-Tenant": "acme"}}
-    )
-    t = targets.get("grpc")(config, harness.context(session="sess-42"))
-    t.ctx.extra["spec"] = SimpleNamespace(timeout=180.0)
+    config = parse_target({"type": "grpc", "url": await servicer(behaviour), "headers": {"X-Tenant": "acme"}})
+    t = targets.adapter("grpc")(config, harness.context(session="sess-42"))
+    t.ctx.run_timeout = 180.0
     harness.started.append(t)
     await t.start()
     out = [m async for m in t.turn(UserTurn(text="hi", data={"qty": 2}))]

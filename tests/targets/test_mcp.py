@@ -16,7 +16,7 @@ import pytest
 
 from tamesu.actors.messages import RawResponse, ToolCall, ToolResult
 from tamesu.config import Models
-from tamesu.config.target import Target
+from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
 from tamesu.limits import LimitExceeded, Limits
 from tamesu.models import ModelRouter, UsageLedger
@@ -75,8 +75,8 @@ class Rig:
         ctx.models, ctx.ledger, ctx.fuzz = router, self.ledger, fuzz or {}
         if suite_dir is not None:
             ctx.suite_dir = str(suite_dir)
-        cfg = Target.model_validate({"type": "mcp", "system": "You help with orders.", **config})
-        adapter = targets.get("mcp")(cfg, ctx)
+        cfg = parse_target({"type": "mcp", "system": "You help with orders.", **config})
+        adapter = targets.adapter("mcp")(cfg, ctx)
         self.harness.started.append(adapter)
         await adapter.start()
         return adapter
