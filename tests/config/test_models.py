@@ -316,7 +316,11 @@ def test_string_list_is_always_a_list() -> None:
 
 def test_assertion_kinds_come_from_the_registry() -> None:
     kinds = set(Assertion.model_fields) - {"on_turn"}
-    assert kinds == set(assertion_kinds.names()) == set(REFERENCE["Assertion"]) - {"on_turn"}
+    assert (
+        kinds
+        == {e.name for e in assertion_kinds.entries(builtin=True)}
+        == set(REFERENCE["Assertion"]) - {"on_turn"}
+    )
     judged = Assertion.model_validate({"judge": "polite", "on_turn": "last"})
     assert judged.kind == "judge" and isinstance(judged.spec, Judge) and judged.spec.rubric == "polite"
 
