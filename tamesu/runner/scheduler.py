@@ -479,6 +479,8 @@ class Scheduler:
         The run does not wait for the disk: its slot goes to the next run while the writer works,
         so a slow filesystem delays when results count, not the conversations. At most
         ``MAX_UNWRITTEN`` attempts wait to be written; beyond that a finishing run waits for room.
+        A disk that fails therefore stops the invocation within ``MAX_UNWRITTEN + concurrency`` runs
+        of the first attempt it could not write.
         """
         result = redact_result(result, self.redactor)
         if self.early_stop is not None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,8 @@ from tamesu.runner.verdict import exit_code, verdicts
 from tamesu.secrets import Redactor
 from tamesu.templates import Scope
 from tamesu.transcript import Transcript, Turn
+
+pytestmark = pytest.mark.timing
 
 WAIT = 5.0
 """Upper bound for a condition that should hold at once; a hang fails the test instead of blocking CI."""
@@ -424,8 +427,6 @@ async def test_results_are_appended_while_other_runs_are_still_going(tmp_path: P
 async def test_a_stalled_disk_holds_no_run_slot_and_nothing_counts_before_it_is_durable(
     tmp_path: Path,
 ) -> None:
-    import threading
-
     disk = threading.Event()
 
     class StalledStore(ResultsStore):
@@ -460,22 +461,57 @@ async def test_a_stalled_disk_holds_no_run_slot_and_nothing_counts_before_it_is_
     assert len(list((store.dir / "transcripts").iterdir())) == 4
 
 
+class FullStore(ResultsStore):
+    """A results store on a full disk; ``gate``, when given, holds the first write until it is set."""
+
+    gate: threading.Event | None = None
+
+    def append_many(self, results: Any) -> None:
+        if self.gate is not None:
+            assert self.gate.wait(WAIT), "the gate was never opened"
+        raise OSError(28, "No space left on device")
+
+
 @pytest.mark.unit
+@pytest.mark.parametrize(("unwritten", "concurrency"), [(1, 1), (2, 3)])
 async def test_a_failing_disk_stops_the_invocation_with_its_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unwritten: int, concurrency: int
 ) -> None:
-    monkeypatch.setattr(scheduler_module, "MAX_UNWRITTEN", 1)
-
-    class FullStore(ResultsStore):
-        def append_many(self, results: Any) -> None:
-            raise OSError(28, "No space left on device")
-
+    monkeypatch.setattr(scheduler_module, "MAX_UNWRITTEN", unwritten)
     store = FullStore(ResultsStore.create(tmp_path, suites=["s"], settings={}).dir)
     placement = ScriptedPlacement()
+    specs = [make_spec(f"t{i}") for i in range(50)]
     with pytest.raises(OSError, match="No space left"):
-        await schedule(placement, [make_spec(f"t{i}") for i in range(50)], concurrency=1, store=store)
-    # t1 ran while t0 was being written and then waited for the writer, which failed: nothing more
-    assert [spec.run_id for spec in placement.calls] == ["t0", "t1"]
+        await schedule(placement, specs, concurrency=concurrency, store=store)
+    # however fast the writer thread fails, runs go on only while it works: at most the attempts
+    # waiting to be written plus one finished attempt per slot waiting for room, then nothing more
+    ran = [spec.run_id for spec in placement.calls]
+    assert 1 <= len(ran) <= unwritten + concurrency
+    assert ran == [spec.run_id for spec in specs[: len(ran)]]
+
+
+@pytest.mark.unit
+async def test_runs_go_on_while_the_disk_writes_up_to_the_unwritten_bound_and_no_further(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unwritten, concurrency = 3, 2
+    monkeypatch.setattr(scheduler_module, "MAX_UNWRITTEN", unwritten)
+    store = FullStore(ResultsStore.create(tmp_path, suites=["s"], settings={}).dir)
+    store.gate = threading.Event()
+    bound = unwritten + concurrency
+
+    def behave(spec: RunSpec, n: int) -> GraphOutcome:
+        # the disk answers only once the scheduler has run as far as the bound allows
+        if len(placement.calls) == bound:
+            store.gate.set()  # type: ignore[union-attr]
+        return Outcome(transcript(spec.run_id, "hi", "ok"), [passed()])
+
+    placement = ScriptedPlacement(behave)
+    with pytest.raises(OSError, match="No space left"):
+        await schedule(
+            placement, [make_spec(f"t{i}") for i in range(50)], concurrency=concurrency, store=store
+        )
+    assert [spec.run_id for spec in placement.calls] == [f"t{i}" for i in range(bound)]
 
 
 @pytest.mark.unit
