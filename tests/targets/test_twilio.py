@@ -81,9 +81,14 @@ async def test_marks_are_echoed_once_their_audio_has_played(calls: Calls) -> Non
     agent, url = await calls.agent(AgentScript(mark_audio=1.0))
     phone = await calls.target(twilio_config(url))
     await collect(phone)
-    log = agent.log
-    played = log.marks_echoed["m1"] - log.marks_sent["m1"]
-    assert 0.95 <= played <= 1.1, played
+    await phone.stop()
+    # counted in the caller's 20 ms frames, which a loaded machine may send late but never out of step:
+    # the echo leaves in the very frame that plays the last of the marked second of audio
+    _, _, heard = read_recording(next((calls.out / "recordings").glob("*.wav")))
+    sounding = np.flatnonzero(np.abs(heard.reshape(-1, 160)).max(axis=1))
+    echo_frame = agent.log.marks_echoed_after["m1"] - 1
+    assert echo_frame == sounding[-1]
+    assert np.count_nonzero(heard) >= 8000 - 2 * 40, "the whole second (less its 5 ms ramps) was played first"
 
 
 async def test_clear_drops_the_audio_and_echoes_pending_marks_at_once(calls: Calls) -> None:

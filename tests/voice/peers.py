@@ -139,6 +139,9 @@ class AgentLog:
     barge_ins: list[float] = field(default_factory=list)
     marks_sent: dict[str, float] = field(default_factory=dict)
     marks_echoed: dict[str, float] = field(default_factory=dict)
+    marks_echoed_after: dict[str, int] = field(default_factory=dict)
+    """How many of the caller's media frames had arrived when each mark came back: the caller's
+    frame count then, since its frames and its echoes share one ordered socket."""
     cleared: float | None = None
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -207,6 +210,7 @@ class LoopbackAgent:
                 call.pressed(data["dtmf"]["digit"])
             elif event == "mark":
                 call.log.marks_echoed[data["mark"]["name"]] = call.now()
+                call.log.marks_echoed_after[data["mark"]["name"]] = len(call.log.media)
                 call.pending_marks.discard(data["mark"]["name"])
         await call.close()
         return ws
