@@ -16,7 +16,7 @@ from ..voice.peers import AgentScript, Calls, calls, collect, metrics_of, spec_w
 
 __all__ = ["calls"]
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timing, pytest.mark.virtual_time]
 
 
 def twilio_config(url: str, **extra: object) -> dict[str, object]:

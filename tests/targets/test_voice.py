@@ -15,7 +15,7 @@ from ..voice.peers import AgentScript, Calls, calls, collect
 
 __all__ = ["calls"]
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timing, pytest.mark.virtual_time]
 
 SAY = UserTurn(text="one two three")
 

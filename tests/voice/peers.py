@@ -27,11 +27,12 @@ from tamesu.audio.dtmf import DtmfDetector, dtmf_tones
 from tamesu.audio.pcm import float_to_int16
 from tamesu.audio.stt import STTCapabilities, STTEngine, Transcription
 from tamesu.audio.tts import Audio, TTSCapabilities, TTSEngine
-from tamesu.clock import MonotonicClock
 from tamesu.http import make_client
 from tamesu.secrets import Redactor
 from tamesu.targets.base import TargetAdapter, TargetContext, targets
 from tamesu.templates import Scope
+
+from ..virtual_time import LoopClock
 
 LOUD = 1000
 QUIET_FRAMES = 10
@@ -447,7 +448,7 @@ class Calls:
             run_id="voice-run",
             session="sess-1",
             scope=scope,
-            clock=MonotonicClock(),
+            clock=LoopClock(),
             http=self.http,
             redactor=redactor,
             turn_timeout=turn_timeout,

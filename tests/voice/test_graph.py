@@ -13,11 +13,12 @@ from tamesu.actors.services import RunServices
 from tamesu.config.loader import load_suite
 from tamesu.runner.plan import plan
 
+from ..virtual_time import LoopClock
 from .peers import AgentScript, Calls, calls
 
 __all__ = ["calls"]
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timing, pytest.mark.virtual_time]
 
 SUITE = """
 suite: voice-graph
@@ -58,7 +59,7 @@ async def test_a_voice_run_records_timings_segments_events_and_metrics(calls: Ca
     path.write_text(SUITE.format(url=url))
     [spec] = plan(load_suite(path, project=False))
     pool = HeardPool()
-    services = RunServices.create(output_dir=tmp_path / "out", speech=pool)
+    services = RunServices.create(output_dir=tmp_path / "out", speech=pool, clock_factory=LoopClock)
     try:
         outcome = await run_graph(spec, services, timeout=30)
     finally:
