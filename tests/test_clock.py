@@ -8,7 +8,7 @@ import pytest
 
 from tamesu.clock import within
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.timing]
 
 
 async def test_within_returns_the_value_or_raises_timeout_error() -> None:

@@ -17,7 +17,7 @@ from tamesu.actors.messages import (
 from tamesu.errors import ModelError, TargetError
 from tamesu.secrets import Redactor
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.timing]
 
 
 async def test_control_messages_jump_ahead_of_data() -> None:

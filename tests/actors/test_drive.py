@@ -19,7 +19,7 @@ from tamesu.actors.messages import (
 from tamesu.errors import TargetError
 from tamesu.secrets import Redactor
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.timing]
 
 
 class Collector(Actor):

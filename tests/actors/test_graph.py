@@ -16,7 +16,7 @@ from tamesu.config.targets.base import TalkingTarget
 
 from .agents import BuggyAdapter, Check, HangingAdapter, check, make_spec, register
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.timing]
 
 register()
 

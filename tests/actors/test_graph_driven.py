@@ -16,7 +16,7 @@ from tamesu.targets.base import target
 
 from .agents import EchoAdapter, make_spec
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.timing]
 
 
 class TaskWatchingAdapter(EchoAdapter):

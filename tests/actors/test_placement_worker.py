@@ -26,7 +26,7 @@ from tamesu.transcript import Transcript
 
 from .agents import Check, HangingAdapter, check, make_spec, register
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.timing]
 
 register()
 
