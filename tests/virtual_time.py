@@ -16,6 +16,7 @@ import asyncio
 import selectors
 import socket
 import struct
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -111,15 +112,22 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
 
 class LoopClock:
-    """A run clock that reads the running loop's time (virtual on a ``VirtualTimeLoop``)."""
+    """A run clock that reads the running event loop's time (virtual on a ``VirtualTimeLoop``; the
+    monotonic clock, as asyncio's own, anywhere else)."""
 
     def __init__(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._t0 = self._loop.time()
+        self._t0 = _loop_time()
         self.started_wall = 0.0
 
     def now(self) -> float:
-        return self._loop.time() - self._t0
+        return _loop_time() - self._t0
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+def _loop_time() -> float:
+    try:
+        return asyncio.get_running_loop().time()
+    except RuntimeError:
+        return time.monotonic()

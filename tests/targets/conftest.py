@@ -13,12 +13,13 @@ import pytest
 from aiohttp import web
 
 from tamesu.actors.messages import AgentTurn, Message, UserTurn
-from tamesu.clock import MonotonicClock
 from tamesu.http import make_client
 from tamesu.limits import DEFAULT_LIMITS, Limits
 from tamesu.secrets import Redactor
 from tamesu.targets.base import TargetAdapter, TargetContext, targets
 from tamesu.templates import Scope
+
+from ..virtual_time import LoopClock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,7 +95,7 @@ class Harness:
             run_id="run-1",
             session=session,
             scope=scope,
-            clock=MonotonicClock(),
+            clock=LoopClock(),
             http=self.http,
             redactor=self.redactor,
             turn_timeout=turn_timeout,

@@ -332,6 +332,8 @@ async def test_beta_dialect_sends_the_beta_header_and_reads_text_events(harness)
     assert [p.text for p in harness.of_type(out, AgentPartial)] == ["Yes, we ship ", "to Lisbon."]
 
 
+@pytest.mark.timing
+@pytest.mark.virtual_time
 @pytest.mark.integration
 async def test_ga_audio_turn_with_server_vad_and_the_apis_transcript(harness, fake_voice) -> None:
     async with serve_realtime_server(recording("ga_audio.jsonl")) as server:
@@ -357,6 +359,8 @@ async def test_ga_audio_turn_with_server_vad_and_the_apis_transcript(harness, fa
     assert "input_audio_buffer.speech_stopped" in kinds and not [k for k in kinds if k.endswith(".delta")]
 
 
+@pytest.mark.timing
+@pytest.mark.virtual_time
 @pytest.mark.integration
 async def test_beta_audio_in_g711_ulaw_with_a_call_and_the_done_tool(harness, fake_voice) -> None:
     async with serve_realtime_server(recording("beta_audio_ulaw.jsonl"), dialect="beta") as server:
@@ -386,6 +390,8 @@ async def test_beta_audio_in_g711_ulaw_with_a_call_and_the_done_tool(harness, fa
     assert 0.4 <= sum(a.end - a.start for a in turn.audio if a.channel == "agent") <= 0.8
 
 
+@pytest.mark.timing
+@pytest.mark.virtual_time
 @pytest.mark.integration
 async def test_audio_with_turn_detection_off_commits_and_asks_for_the_response(harness, fake_voice) -> None:
     steps = [
@@ -470,6 +476,8 @@ async def test_an_unreachable_api_is_retried_then_reported(harness, closed_port)
     assert caught.value.retryable
 
 
+@pytest.mark.timing
+@pytest.mark.virtual_time
 @pytest.mark.slow
 async def test_audio_with_real_speech_both_ways_and_our_transcription(harness) -> None:
     """Piper speaks the caller, server VAD hears it; the API's audio (Piper too) is transcribed by Whisper."""
