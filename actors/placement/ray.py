@@ -617,6 +617,9 @@ class RaySpeechPool:
         self.stt_gpus = stt_gpus if stt_gpus is not None else (0.5 if gpus >= 1 else 0.0)
         self.scalers = {"tts": tts or Autoscaler(), "stt": stt or Autoscaler()}
         self.interval = interval
+        self.load_timeout = 5.0
+        """Seconds a replica has to report its load; one that does not (still starting, or on a busy
+        machine) is kept as it is, neither counted idle nor forgotten."""
         self._setup = setup
         self._cpus = cpus_per_replica
         self._max_concurrency = max_concurrency
@@ -659,18 +662,22 @@ class RaySpeechPool:
             alive = {n: load for n, load in zip(names, loads) if load is not None}
             for name in set(names) - set(alive):
                 group.pop(name, None)
-            want = self.scalers[kind].desired([alive[n]["in_flight"] for n in alive], time.monotonic())
+            in_flight = [alive[n].get("in_flight", 0.0) for n in alive]
+            want = self.scalers[kind].desired(in_flight, time.monotonic())
             for _ in range(want - len(group)):
                 self._add(kind)
-            idle = [n for n in alive if alive[n]["in_flight"] == 0]
+            idle = [n for n in alive if alive[n].get("in_flight") == 0]
             for name in idle[: max(0, len(group) - want)]:
                 ray.kill(group.pop(name))
         return self.replicas()
 
     async def _load(self, handle: Any) -> dict[str, float] | None:
+        """A replica's load; ``{}`` when it did not answer in time, None when it is gone."""
         try:
-            return await asyncio.wait_for(handle.load.remote(), 5.0)  # type: ignore[no-any-return]
-        except (asyncio.TimeoutError, ray.exceptions.RayError):
+            return await asyncio.wait_for(handle.load.remote(), self.load_timeout)  # type: ignore[no-any-return]
+        except asyncio.TimeoutError:
+            return {}
+        except ray.exceptions.RayError:
             return None
 
     async def _autoscale(self) -> None:

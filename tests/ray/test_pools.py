@@ -83,3 +83,12 @@ async def test_the_pool_grows_under_load_and_shrinks_when_idle(pool: RaySpeechPo
     assert (await pool.rescale())["tts"] == 1
     again = await client.synthesize("still here", engine="test-tone")
     assert round(again.duration, 2) == 0.2
+
+
+async def test_a_replica_slow_to_report_its_load_is_kept_not_forgotten(pool: RaySpeechPool) -> None:
+    """A replica still starting (or on a loaded machine) that misses the load query stays in its
+    group: dropping it would leak the actor and shrink the pool below what it runs."""
+    before = {kind: list(group) for kind, group in pool._groups.items()}
+    pool.load_timeout = 0.0
+    assert await pool.rescale() == {"tts": 1, "stt": 1}
+    assert {kind: list(group) for kind, group in pool._groups.items()} == before
