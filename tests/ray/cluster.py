@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,18 +43,23 @@ class LocalCluster:
     env: dict[str, str]
     temp: Path
     nodes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    lost: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    """Nodes killed on purpose (``kill_node``)."""
+    size: int = 0
+    """How many nodes the cluster was started with."""
 
     def start_node(self, *, head: bool = False, cpus: int = 1) -> subprocess.Popen[bytes]:
         args = [str(BIN / "ray"), "start", "--block", f"--num-cpus={cpus}", "--node-ip-address=127.0.0.1",
                 "--object-store-memory=80000000", "--disable-usage-stats"]  # fmt: skip
-        args.append(f"--temp-dir={self.temp / f'node{len(self.nodes)}'}")
+        number = len(self.nodes) + len(self.lost)
+        args.append(f"--temp-dir={self.temp / f'node{number}'}")
         if head:
             port, dash = self.gcs.split(":")[1], self.dashboard.rsplit(":", 1)[1]
             args += ["--head", f"--port={port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
                      f"--dashboard-port={dash}"]  # fmt: skip
         else:
             args += [f"--address={self.gcs}"]
-        log = open(self.temp / f"node-{len(self.nodes)}.log", "wb")
+        log = open(self.temp / f"node-{number}.log", "wb")
         proc = subprocess.Popen(
             args, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -67,17 +73,22 @@ class LocalCluster:
         with urllib.request.urlopen(req, timeout=5) as resp:
             return json.loads(resp.read())
 
-    def alive_nodes(self) -> int:
+    def node_states(self) -> dict[str, int]:
+        """How many nodes Ray has in each state (ALIVE, DEAD)."""
         try:
             data = self.request("/api/v0/nodes?limit=100")
         except (OSError, ValueError):
-            return 0
+            return {}
         nodes = data.get("data", {}).get("result", {}).get("result", [])  # type: ignore[union-attr]
-        return sum(1 for n in nodes if n.get("state") == "ALIVE")
+        return dict(Counter(str(n.get("state")) for n in nodes))
 
-    def wait_for_nodes(self, count: int, timeout: float = START_TIMEOUT) -> None:
+    def wait_for_nodes(self, count: int, *, dead: int = 0, timeout: float = START_TIMEOUT) -> None:
+        """Until ``count`` nodes are alive and ``dead`` have been seen to die."""
         deadline = time.monotonic() + timeout
-        while self.alive_nodes() < count:
+        while True:
+            states = self.node_states()
+            if states.get("ALIVE", 0) >= count and states.get("DEAD", 0) >= dead:
+                return
             for proc in self.nodes:
                 if proc.poll() is not None:
                     raise RuntimeError(f"a Ray node exited early; see {self.temp}")
@@ -92,9 +103,18 @@ class LocalCluster:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+        self.nodes.remove(proc)
+        self.lost.append(proc)
+
+    def replace_lost(self, *, cpus: int = 1) -> None:
+        """A fresh worker node for each one killed, once Ray has seen the killed ones die, so the
+        tests after a node loss (in any order) find the cluster whole again."""
+        while len(self.nodes) < self.size:
+            self.start_node(cpus=cpus)
+        self.wait_for_nodes(self.size, dead=len(self.lost))
 
     def stop(self) -> None:
-        for proc in reversed(self.nodes):
+        for proc in reversed(self.nodes + self.lost):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
@@ -138,6 +158,7 @@ def local_cluster(workers: int = 2, cpus: int = 1) -> Iterator[LocalCluster]:
     cluster = LocalCluster(
         gcs=f"127.0.0.1:{free_port()}", dashboard=f"http://127.0.0.1:{free_port()}", env=env, temp=temp
     )
+    cluster.size = 1 + workers
     try:
         cluster.start_node(head=True, cpus=cpus)
         cluster.wait_for_nodes(1)

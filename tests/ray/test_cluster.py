@@ -2,7 +2,7 @@
 
 The cluster (a head and two workers of one CPU each) is started once for the module and stopped
 whatever happens; the agent under test is a loopback server in this process. The node-loss test
-runs last because it leaves the cluster one node short.
+puts a fresh node in place of the one it kills, so the tests run in any order.
 """
 
 from __future__ import annotations
@@ -169,7 +169,10 @@ async def test_a_load_test_survives_a_worker_node_dying(
         out, _ = await proc.communicate()
         pytest.fail(f"no call finished within a minute:\n{out.decode()}")
     cluster.kill_node(cluster.nodes[2])
-    out, _ = await asyncio.wait_for(proc.communicate(), 180)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 180)
+    finally:
+        await asyncio.to_thread(cluster.replace_lost)
     text = out.decode()
     assert proc.returncode == 0, text
     report = json.loads((calls.parent / "load-report.json").read_text())
