@@ -26,6 +26,9 @@ class FaultAgent:
     max_in_flight: int = 0
     flaky: int = 0
     over: asyncio.Event = field(default_factory=asyncio.Event)
+    hold_after: int | None = None
+    """Answer this many requests; later ones wait for ``release`` (or the fixture's end)."""
+    release: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -34,6 +37,8 @@ class FaultAgent:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if self.hold_after is not None and self.requests > self.hold_after:
+                await self.release.wait()
             if self.delay:
                 await asyncio.sleep(self.delay)
             if message == "fail":
@@ -65,6 +70,7 @@ async def serve_fault_agent(delay: float = 0.0) -> AsyncIterator[tuple[str, Faul
         yield f"http://127.0.0.1:{runner.addresses[0][1]}", agent
     finally:
         agent.over.set()
+        agent.release.set()
         await runner.cleanup()
 
 

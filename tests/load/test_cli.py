@@ -39,6 +39,18 @@ async def start(cwd: Path, *args: str) -> asyncio.subprocess.Process:
     )  # fmt: skip
 
 
+async def written(cwd: Path, count: int, proc: asyncio.subprocess.Process) -> Path:
+    """The load test's results.jsonl once it holds ``count`` results (the file is what a load test
+    shows of its progress); fails if the process ends first."""
+    while proc.returncode is None:
+        runs = list((cwd / "tamesu-runs").glob("*-load-loadtest-*/results.jsonl"))
+        if runs and len(runs[0].read_text().splitlines()) >= count:
+            return runs[0]
+        await asyncio.sleep(0.05)
+    out = await proc.stdout.read() if proc.stdout is not None else b""
+    raise AssertionError(f"the load test ended before {count} results:\n{out.decode()}")
+
+
 async def tamesu_load(cwd: Path, *args: str) -> tuple[int, str]:
     proc = await start(cwd, *args)
     out, _ = await asyncio.wait_for(proc.communicate(), 120)
@@ -80,23 +92,17 @@ async def test_exit_three_when_no_call_reaches_the_agent(tmp_path: Path) -> None
 
 
 async def test_an_interrupted_load_test_resumes_to_exactly_its_calls(tmp_path: Path) -> None:
-    async with serve_fault_agent(delay=0.1) as (url, _):
+    async with serve_fault_agent(delay=0.1) as (url, agent):
+        agent.hold_after = 4  # the fifth call waits: the test cannot end before it is interrupted
         write_suite(tmp_path, url, {"ok": ["hello"]})
         proc = await start(tmp_path, "suite.yaml", "--no-live", "--calls", "40", "-j", "2")
-        results = None
-        for _ in range(200):
-            runs = list((tmp_path / "tamesu-runs").glob("*-load-loadtest-*/results.jsonl"))
-            if runs and len(runs[0].read_text().splitlines()) >= 4:
-                results = runs[0]
-                break
-            await asyncio.sleep(0.05)
-        assert results is not None
+        results = await asyncio.wait_for(written(tmp_path, 4, proc), 120)
         proc.send_signal(signal.SIGINT)
         out, _ = await asyncio.wait_for(proc.communicate(), 60)
         assert proc.returncode == 130, out.decode()
         assert "resume with tamesu load --resume" in out.decode()
-        done = len(results.read_text().splitlines())
-        assert 4 <= done < 40
+        assert len(results.read_text().splitlines()) == 4, "the calls answered, and only those"
+        agent.release.set()
         code, text = await tamesu_load(tmp_path, "suite.yaml", "--resume", "-q")
         assert code == 0, text
     data = report(tmp_path)
