@@ -7,7 +7,8 @@ machine and on a loaded one, and a five-second call takes as long as its CPU wor
 waited for in real time with the clock stopped: work handed to a thread (``run_in_executor``:
 speech engines, name lookups), and loopback bytes still on their way between two sockets of the
 loop (the kernel may hand a loopback packet to its softirq thread instead of delivering it within
-the sender's write).
+the sender's write). A thread started otherwise, or a peer in another process, is not waited for:
+such tests stay on a plain loop.
 """
 
 from __future__ import annotations
