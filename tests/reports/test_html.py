@@ -9,9 +9,10 @@ import html
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -21,12 +22,21 @@ from tamesu.reports.rundir import RunDirectory
 from .runs import HOSTILE, shop_agent, shop_run, voice_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+T = TypeVar("T")
+
+
+def apart(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a thread of its own: once the ``browser`` fixture has started Playwright's
+    sync API, its event loop counts as running in this thread and ``tamesu.run`` (``asyncio.run``)
+    refuses to start here, so a run fixture set up after it (tests run in any order) runs apart."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn, *args).result()
 
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory) -> RunDirectory:
     with shop_agent() as url:
-        result = shop_run(tmp_path_factory.mktemp("shop"), url)
+        result = apart(shop_run, tmp_path_factory.mktemp("shop"), url)
     assert result.run_dir is not None
     return RunDirectory.open(result.run_dir)
 
@@ -34,7 +44,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> RunDirectory:
 @pytest.fixture(scope="module")
 def phone(tmp_path_factory: pytest.TempPathFactory) -> RunDirectory:
     pytest.importorskip("numpy", reason="the voice run is written with tamesu[voice]")
-    return RunDirectory.open(voice_run(tmp_path_factory.mktemp("phone")))
+    return RunDirectory.open(apart(voice_run, tmp_path_factory.mktemp("phone")))
 
 
 @pytest.fixture(scope="module")
