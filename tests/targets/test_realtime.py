@@ -487,7 +487,7 @@ def fresh_speech(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     engines.shutdown()
     engines.configure_cache()
-    monkeypatch.setattr(speech, "_cache", type(speech._cache)())
+    monkeypatch.setattr(speech, "_caches", type(speech._caches)())
     yield
     engines.shutdown()
 
