@@ -152,7 +152,20 @@ class GrpcAdapter(TargetAdapter):
         try:
             await self.call.write(event)
         except Exception as exc:
-            raise await self._failure(exc) from None
+            # A write that meets a call the agent already ended can fail with a local error
+            # ("Internal error from Core"); the agent's own status, which says why, ends the call.
+            raise await self._failure(None if await self._ended_by_agent() else exc) from None
+
+    async def _ended_by_agent(self) -> bool:
+        """Whether the call has (or within a second gets) a final status other than OK."""
+        call = self.call
+        if call is None:
+            return False
+        try:
+            code = await asyncio.wait_for(call.code(), 1.0)
+        except Exception:
+            return False
+        return code is not None and code.name != "OK"
 
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         from tamesu.targets.grpc_stubs import agent_pb2
