@@ -22,8 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tamesu.errors import BudgetExceeded, ModelError, SecretError, TargetError, TemplateError
-
-from .messages import ErrorMsg, Message, SessionEnd, decode, encode, is_control
+from tamesu.kernel.messages import ErrorMsg, Message, SessionEnd, decode, encode, is_control
 
 if TYPE_CHECKING:
     from tamesu.secrets import Redactor

@@ -25,19 +25,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, evaluate
+from tamesu.assertions.base import AssertionContext, evaluate
 from tamesu.clock import within
 from tamesu.durations import format_duration, parse_duration
+from tamesu.kernel.events import RunError
+from tamesu.kernel.messages import ErrorMsg
+from tamesu.kernel.outcome import AssertionResult, GraphOutcome
+from tamesu.kernel.transcript import Transcript
 from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
 from tamesu.simulator import make_simulator
 from tamesu.targets.faults import AgentFaults
 from tamesu.templates import Scope, render_text
-from tamesu.transcript import Transcript
 from tamesu.untrusted import json_bytes
 
 from .base import Actor, drive, error_message, roundtrip
-from .messages import ErrorMsg
 from .recorder import Recorder
 from .simulator_actor import SimulatorActor, UserSimulator
 from .target_actor import TargetActor
@@ -56,18 +58,6 @@ __all__ = ["DEFAULT_MAX_TURNS", "GraphOutcome", "OutcomeSink", "RunGraph", "run_
 DEFAULT_MAX_TURNS = 10
 STOP_GRACE = 5.0
 """Seconds the actors get to stop (close the adapter) once the run is over."""
-
-
-class GraphOutcome(msgspec.Struct, kw_only=True):
-    """What one run produced; redacted, and cheap to send back from a Ray worker."""
-
-    transcript: Transcript
-    results: list[AssertionResult] = msgspec.field(default_factory=list)
-    error: str | None = None
-    """Set when the run is an infrastructure error (then ``results`` is empty)."""
-    error_kind: str | None = None
-    """agent, adapter, config, model, budget, simulator, internal, timeout, cancelled, worker."""
-    retryable: bool = False
 
 
 OutcomeSink = Callable[[GraphOutcome], None]
@@ -185,9 +175,7 @@ class RunGraph:
         self._graded = False
         if self._error is None and self.recorder.error is None:
             self._error = ErrorMsg(message=message, kind=kind, retryable=retryable, at=self.clock.now())
-            self.transcript.events.append(
-                {"type": "error", "at": self.clock.now(), "kind": kind, "message": message}
-            )
+            self.transcript.events.append(RunError(at=self.clock.now(), kind=kind, message=message))
         self.recorder.finish("error" if kind not in ("timeout", "cancelled") else kind)
 
     def _fail_exc(self, exc: BaseException, *, kind: str | None = None) -> None:

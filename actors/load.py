@@ -26,12 +26,12 @@ import msgspec
 
 from tamesu.durations import format_duration
 from tamesu.errors import ClusterLost, HookError
+from tamesu.kernel.outcome import RunResult
 from tamesu.load.shapes import ArrivalSchedule, target_in_flight
 from tamesu.load.stats import CallSample, LoadStats, sample_of
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
 from tamesu.runner.scheduler import Budget
-from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import result_of
 from tamesu.templates import Scope
 from tamesu.untrusted import json_bytes
@@ -40,12 +40,12 @@ if TYPE_CHECKING:
     import httpx
 
     from tamesu.clock import Clock
+    from tamesu.kernel.transcript import Transcript
     from tamesu.load.profile import LoadProfile
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.scheduler import SuiteSetup
     from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor
-    from tamesu.transcript import Transcript
 
 __all__ = ["CALLS_FILE", "CHECKPOINT_FILE", "LoadCheckpoint", "LoadDriver", "LoadOutcome", "read_samples"]
 

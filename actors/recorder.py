@@ -20,12 +20,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from tamesu.limits import DEFAULT_LIMITS, LimitExceeded, Limits, payload_head, payload_size
-from tamesu.transcript import AudioSegment, HandoffInfo, ToolCallRecord, Transcript, Turn
-from tamesu.untrusted import loads_json
-
-from .base import Actor
-from .messages import (
+from tamesu.kernel.events import (
+    AgentDone,
+    Captured,
+    CaptureSkipped,
+    DtmfSent,
+    HandoffSignalFailed,
+    IncompleteTurn,
+    Interrupted,
+    RunError,
+    SessionStarted,
+    Tactic,
+    Truncated,
+)
+from tamesu.kernel.messages import (
     AgentPartial,
     AgentTurn,
     AudioSpan,
@@ -43,6 +51,11 @@ from .messages import (
     ToolResult,
     UserTurn,
 )
+from tamesu.kernel.transcript import AudioSegment, HandoffInfo, ToolCallRecord, Transcript, Turn
+from tamesu.limits import DEFAULT_LIMITS, LimitExceeded, Limits, payload_head, payload_size
+from tamesu.untrusted import loads_json
+
+from .base import Actor
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock
@@ -140,9 +153,7 @@ class Recorder(Actor):
     async def on_end(self, msg: SessionEnd | ErrorMsg) -> None:
         if isinstance(msg, ErrorMsg):
             self.error = msg
-            self.transcript.events.append(
-                {"type": "error", "at": msg.at, "kind": msg.kind, "message": msg.message}
-            )
+            self.transcript.events.append(RunError(at=msg.at, kind=msg.kind, message=msg.message))
             self.finish("error")
         else:
             self.finish(msg.reason)
@@ -152,7 +163,7 @@ class Recorder(Actor):
         if self.finished.is_set():
             return
         if self._partials or self._tools or self._raw:
-            self.transcript.events.append({"type": "incomplete_turn", "at": self.clock.now()})
+            self.transcript.events.append(IncompleteTurn(at=self.clock.now()))
             users = self.transcript.user_turns()
             cut = AgentTurn(
                 text="".join(self._partials),
@@ -176,7 +187,7 @@ class Recorder(Actor):
         return self.transcript
 
     def _session_start(self, msg: SessionStart) -> None:
-        self.transcript.events.append({"type": "session_start", "at": msg.at, "session": msg.session})
+        self.transcript.events.append(SessionStarted(at=msg.at, session=msg.session))
 
     def _user_turn(self, msg: UserTurn) -> None:
         self._user_turns += 1
@@ -194,13 +205,7 @@ class Recorder(Actor):
         )
         if msg.tactic:
             self.transcript.events.append(
-                {
-                    "type": "tactic",
-                    "at": msg.at,
-                    "turn": self._user_turns,
-                    "tactic": msg.tactic,
-                    "source": msg.source,
-                }
+                Tactic(at=msg.at, turn=self._user_turns, tactic=msg.tactic, source=msg.source)
             )
 
     def _heard(self, at: float) -> None:
@@ -248,18 +253,16 @@ class Recorder(Actor):
     def _dtmf(self, msg: Dtmf) -> None:
         if msg.direction == "received":
             self.transcript.dtmf_received += msg.digits
-        self.transcript.events.append(
-            {"type": "dtmf", "at": msg.at, "digits": msg.digits, "direction": msg.direction}
-        )
+        self.transcript.events.append(DtmfSent(at=msg.at, digits=msg.digits, direction=msg.direction))
 
     def _metric(self, msg: MetricMsg) -> None:
         self.reported_metrics[msg.name] = msg.value
 
     def _interrupt(self, msg: Interrupt) -> None:
-        self.transcript.events.append({"type": "interrupt", "at": msg.at})
+        self.transcript.events.append(Interrupted(at=msg.at))
 
     def _event(self, msg: Event) -> None:
-        self.transcript.events.append({**msg.data, "type": msg.name, "at": msg.at})
+        self.transcript.events.append(msg.event)
 
     def _kept(self, body: Any) -> Any:
         """``body``, or its truncation mark once the transcript holds ``transcript_size`` bytes of raw answers."""
@@ -270,12 +273,7 @@ class Recorder(Actor):
         if not self._truncated:
             self._truncated = True
             self.transcript.events.append(
-                {
-                    "type": "truncated",
-                    "at": self.clock.now(),
-                    "what": "raw",
-                    "limit": self.limits.transcript_size,
-                }
+                Truncated(at=self.clock.now(), what="raw", limit=self.limits.transcript_size)
             )
         return {"truncated": True, "bytes": size, "head": payload_head(body, 200)}
 
@@ -309,7 +307,7 @@ class Recorder(Actor):
         if self.captures:
             self._capture(turn)
         if msg.done:
-            self.transcript.events.append({"type": "agent_done", "at": msg.at, "turn": turn.index})
+            self.transcript.events.append(AgentDone(at=msg.at, turn=turn.index))
         self._partials, self._tools, self._raw = [], [], []
         self._status = None
         self._turn_started = None
@@ -328,9 +326,7 @@ class Recorder(Actor):
                 text = _as_text(value)
                 self.transcript.captures[name] = text
                 self.scope.set(f"captured.{name}", text)
-                self.transcript.events.append(
-                    {"type": "captured", "at": self.clock.now(), "name": name, "turn": turn.index}
-                )
+                self.transcript.events.append(Captured(at=self.clock.now(), name=name, turn=turn.index))
 
     def _capture_value(self, cap: Any, turn: Turn) -> Any:
         regex = getattr(cap, "regex", None)
@@ -374,16 +370,12 @@ class Recorder(Actor):
             if value is not None:
                 self.transcript.captures[cap.name] = value
                 self.scope.set(f"captured.{cap.name}", value)
-                self.transcript.events.append(
-                    {"type": "captured", "at": self.clock.now(), "name": cap.name, "turn": turn.index}
-                )
+                self.transcript.events.append(Captured(at=self.clock.now(), name=cap.name, turn=turn.index))
 
     def _skip(self, name: str, reason: str) -> None:
         if name not in self._skipped:
             self._skipped.add(name)
-            self.transcript.events.append(
-                {"type": "capture_skipped", "at": self.clock.now(), "name": name, "reason": reason}
-            )
+            self.transcript.events.append(CaptureSkipped(at=self.clock.now(), name=name, reason=reason))
 
     def _detect_handoff(self, turn: Turn) -> None:
         """The target's ``handoff:`` signal, for adapters that do not report a Handoff themselves."""
@@ -399,7 +391,7 @@ class Recorder(Actor):
                 raw=turn.raw,  # type: ignore[arg-type]
             )
         except Exception as exc:
-            self.transcript.events.append({"type": "handoff_signal_failed", "message": str(exc)})
+            self.transcript.events.append(HandoffSignalFailed(at=self.clock.now(), message=str(exc)))
             return
         if found is not None:
             self.transcript.handoff = HandoffInfo(turn=turn.index, to=found.to, summary=found.summary)

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import msgspec
 
+from tamesu.kernel.messages import AgentTurn, Message, SessionEnd, UserTurn
+
 from .base import Actor
-from .messages import AgentTurn, Message, SessionEnd, UserTurn
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock
+    from tamesu.kernel.transcript import Transcript
     from tamesu.targets.base import TargetAdapter
-    from tamesu.transcript import Transcript
 
 __all__ = ["SimulatorActor", "UserSimulator"]
 

@@ -15,10 +15,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import msgspec
 
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import (
+    AgentTurn,
+    AudioBatch,
+    AudioFrame,
+    Message,
+    MetricMsg,
+    SessionStart,
+    UserTurn,
+)
 from tamesu.untrusted import storable
 
 from .base import Actor
-from .messages import AgentTurn, AudioBatch, AudioFrame, Message, MetricMsg, SessionStart, UserTurn
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock

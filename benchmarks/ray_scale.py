@@ -52,8 +52,8 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tamesu.actors.messages import AudioFrame  # noqa: E402
 from tamesu.actors.pools import TranscriptionRequest  # noqa: E402
+from tamesu.kernel.messages import AudioFrame  # noqa: E402
 
 FRAME = b"\x01\x02" * 320
 """20 ms of 16 kHz PCM16."""

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tamesu.actors.messages import AgentTurn, UserTurn
+from tamesu.kernel.messages import AgentTurn, UserTurn
 from tamesu.simulator import DEFAULT_MAX_TURNS
 from tamesu.templates import Scope, render_text
 
 if TYPE_CHECKING:
     from tamesu.config import Counterpart, Scenario
+    from tamesu.kernel.transcript import Transcript
     from tamesu.targets.base import TargetAdapter
-    from tamesu.transcript import Transcript
 
 __all__ = ["CounterpartUser"]
 

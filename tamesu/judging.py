@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tamesu.errors import ModelError
+from tamesu.kernel.transcript import Transcript
 from tamesu.models.router import ChatMessage, ModelRouter
 from tamesu.models.usage import UsageLedger
-from tamesu.transcript import Transcript
 
 __all__ = ["Claim", "Verdict", "check_claims", "extract_value", "format_transcript", "grade"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tamesu.transcript import Transcript
+    from tamesu.kernel.transcript import Transcript
 
 __all__ = [
     "ALIASES",

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import UserTurn
+from tamesu.kernel.messages import UserTurn
 from tamesu.models.router import ChatMessage, ModelRouter
 from tamesu.simulator import DEFAULT_MAX_TURNS, ScriptedUser
 
 if TYPE_CHECKING:
     from tamesu.config import Persona, Scenario
+    from tamesu.kernel.transcript import Transcript
     from tamesu.models.usage import UsageLedger
     from tamesu.templates import Scope
-    from tamesu.transcript import Transcript
 
 __all__ = [
     "ADAPTIVE_MOVES",

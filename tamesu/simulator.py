@@ -12,17 +12,17 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from tamesu.actors.messages import FileRef, UserTurn
 from tamesu.errors import ConfigError, ModelError
+from tamesu.kernel.messages import FileRef, UserTurn
 from tamesu.templates import Scope, render, render_text
 
 if TYPE_CHECKING:
     from tamesu.config import Scenario, ScriptFile, ScriptStep
+    from tamesu.kernel.transcript import Transcript
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
     from tamesu.runner.spec import RunSpec
     from tamesu.targets.base import TargetAdapter
-    from tamesu.transcript import Transcript
 
 __all__ = [
     "DEFAULT_MAX_TURNS",

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.kernel.transcript import Transcript
     from tamesu.runner.api import InvocationResult
-    from tamesu.runner.spec import RunResult
-    from tamesu.transcript import Transcript
 
 __all__ = ["TelemetryError", "export_invocation", "otlp_endpoint"]
 
@@ -158,7 +158,7 @@ def _run_span(tracer: Any, context: Any, run: RunResult, transcript: Transcript 
 def _transcript(run_dir: Path | None, run: RunResult) -> Transcript | None:
     if run_dir is None or not run.transcript_file:
         return None
-    from tamesu.transcript import Transcript
+    from tamesu.kernel.transcript import Transcript
 
     try:
         return Transcript.from_json((run_dir / run.transcript_file).read_bytes())

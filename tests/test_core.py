@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from tamesu.durations import format_duration, parse_duration
+from tamesu.kernel.transcript import ToolCallRecord, Transcript, Turn
 from tamesu.registry import Registry
-from tamesu.transcript import ToolCallRecord, Transcript, Turn
 
 pytestmark = pytest.mark.unit
 

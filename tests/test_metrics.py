@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from tamesu.kernel.transcript import ToolCallRecord, Transcript, Turn
 from tamesu.metrics import (
     ALIASES,
     METRICS,
@@ -11,7 +12,6 @@ from tamesu.metrics import (
     percentile,
     resolve_metric,
 )
-from tamesu.transcript import ToolCallRecord, Transcript, Turn
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.metrics import METRICS, Metric, compute_metrics
-from tamesu.transcript import Transcript, Turn
 
 pytestmark = pytest.mark.unit
 

@@ -8,12 +8,12 @@ from types import SimpleNamespace as NS
 import pytest
 
 from tamesu.config import Persona, Scenario
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.model_user import ModelUser
 from tamesu.models import ModelRouter, UsageLedger
 from tamesu.models.refs import custom_provider
 from tamesu.templates import Scope
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
-from tamesu.transcript import Transcript, Turn
 
 pytestmark = pytest.mark.integration
 

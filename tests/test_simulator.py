@@ -5,13 +5,13 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.messages import FileRef, UserTurn
 from tamesu.config import Scenario, Suite
 from tamesu.errors import ConfigError, ModelError
+from tamesu.kernel.messages import FileRef, UserTurn
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner.plan import plan
 from tamesu.simulator import ScriptedUser, UserSimulator, fuzzy_contains, make_simulator
 from tamesu.templates import Scope
-from tamesu.transcript import Transcript, Turn
 
 pytestmark = pytest.mark.unit
 

@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 import msgspec
 import pytest
 
-from tamesu.actors.messages import RawResponse, ToolCall
 from tamesu.actors.target_actor import storable_message
 from tamesu.commands import paint, table
-from tamesu.transcript import Transcript, Turn
+from tamesu.kernel.messages import RawResponse, ToolCall
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.untrusted import json_bytes, loads_json, printable, storable, xml_text
 
 pytestmark = pytest.mark.unit

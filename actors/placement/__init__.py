@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from tamesu.kernel.outcome import GraphOutcome
     from tamesu.runner.spec import RunSpec
 
-    from ..graph import GraphOutcome, OutcomeSink
+    from ..graph import OutcomeSink
     from ..services import RunServices
 
 __all__ = ["Placement", "make_placement"]

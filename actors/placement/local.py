@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
-from ..graph import GraphOutcome, OutcomeSink, RunGraph
+from tamesu.kernel.outcome import GraphOutcome
+
+from ..graph import OutcomeSink, RunGraph
 
 if TYPE_CHECKING:
     from tamesu.runner.spec import RunSpec

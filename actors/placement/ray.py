@@ -38,9 +38,11 @@ import ray
 import ray.exceptions
 
 from tamesu.errors import ClusterLost
-from tamesu.transcript import Transcript
+from tamesu.kernel.events import RunError
+from tamesu.kernel.outcome import GraphOutcome
+from tamesu.kernel.transcript import Transcript
 
-from ..graph import GraphOutcome, OutcomeSink
+from ..graph import OutcomeSink
 from ..pools import (
     Autoscaler,
     Batcher,
@@ -479,7 +481,7 @@ def _failed(spec: RunSpec, message: str, kind: str, retryable: bool) -> GraphOut
     transcript = Transcript(
         run_id=spec.run_id, test=spec.test_id, target=spec.target_name, end_reason="error"
     )
-    transcript.events.append({"type": "error", "kind": kind, "message": message})
+    transcript.events.append(RunError(kind=kind, message=message))
     return GraphOutcome(transcript=transcript, error=message, error_kind=kind, retryable=retryable)
 
 

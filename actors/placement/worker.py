@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..graph import GraphOutcome, RunGraph
+from tamesu.kernel.outcome import GraphOutcome
+
+from ..graph import RunGraph
 
 if TYPE_CHECKING:
     from tamesu.runner.spec import RunSpec

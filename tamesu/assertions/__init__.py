@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from tamesu.assertions.base import (
     AssertionContext,
-    AssertionResult,
     Evaluator,
     Verdict,
     assertion,
@@ -21,6 +20,7 @@ from tamesu.assertions.base import (
     evaluate,
     verdict,
 )
+from tamesu.kernel.outcome import AssertionResult
 
 __all__ = [
     "AssertionContext",

@@ -21,21 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
-import msgspec
-
 from tamesu.config.kinds import AssertionKind, AssertionKinds, assertion_kinds
 from tamesu.errors import TemplateError
+from tamesu.kernel.outcome import AssertionResult
 from tamesu.registry import Registry
 from tamesu.templates import render_str, render_text, template_names
 
 if TYPE_CHECKING:
     import httpx
 
+    from tamesu.kernel.transcript import Transcript
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
     from tamesu.secrets import Redactor
     from tamesu.templates import Scope
-    from tamesu.transcript import Transcript
 
 __all__ = [
     "AssertionContext",
@@ -50,27 +49,6 @@ __all__ = [
     "render_spec",
     "verdict",
 ]
-
-
-class AssertionResult(msgspec.Struct, kw_only=True):
-    name: str
-    """What the report calls it: the kind, prefixed defaults/ or slo/ or pack:NAME/ where it came from."""
-    kind: str
-    passed: bool
-    expected: Any = None
-    actual: Any = None
-    message: str = ""
-    error: bool = False
-    on_turn: int | str | None = None
-
-    @classmethod
-    def of(cls, ok: bool, *, expected: Any = None, actual: Any = None, message: str = "") -> AssertionResult:
-        """A result whose name and kind the caller (``evaluate``) fills in."""
-        return cls(name="", kind="", passed=ok, expected=expected, actual=actual, message=message)
-
-    @classmethod
-    def failed_to_evaluate(cls, message: str) -> AssertionResult:
-        return cls(name="", kind="", passed=False, error=True, message=message)
 
 
 @dataclass

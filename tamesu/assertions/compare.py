@@ -15,8 +15,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tamesu.assertions.base import AssertionContext, AssertionResult
-    from tamesu.transcript import Turn
+    from tamesu.assertions.base import AssertionContext
+    from tamesu.kernel.outcome import AssertionResult
+    from tamesu.kernel.transcript import Turn
 
 __all__ = [
     "COMPARATORS",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import compare, given, rounded, shorten, text_pattern
 from tamesu.config.assertions.conversation import (
     CapturedAssertion,
@@ -17,6 +17,7 @@ from tamesu.config.assertions.conversation import (
     IntCompare,
     MetricAssertion,
 )
+from tamesu.kernel.outcome import AssertionResult
 
 __all__ = ["NEEDS_A_MODEL", "captured", "handoff", "metric", "turns"]
 

@@ -12,9 +12,10 @@ import json
 import re
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import shorten, text_pattern
 from tamesu.config.assertions.conversation import Delegation
+from tamesu.kernel.outcome import AssertionResult
 
 __all__ = ["delegated_to", "messages_to"]
 

@@ -14,11 +14,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.graded import needs_router
 from tamesu.config.assertions.graded import Evaluator as EvaluatorSpec
 from tamesu.errors import TamesuError
 from tamesu.judging import check_claims, format_transcript, grade
+from tamesu.kernel.outcome import AssertionResult
 from tamesu.registry import Registry
 
 __all__ = ["DEFAULT_MIN", "Score", "evaluator", "evaluators"]

@@ -16,10 +16,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import shorten
 from tamesu.assertions.conversation import NEEDS_A_MODEL
 from tamesu.config.assertions.golden import GoldenAssertion
+from tamesu.kernel.outcome import AssertionResult
 
 __all__ = ["golden", "normalise", "read_golden", "word_overlap", "write_golden"]
 

@@ -11,10 +11,11 @@ import json
 import math
 from typing import Any, Literal
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.config.assertions.graded import GroundedAssertion, Judge, Similar
 from tamesu.errors import ModelError, TamesuError
 from tamesu.judging import check_claims, format_transcript, grade
+from tamesu.kernel.outcome import AssertionResult
 
 __all__ = ["context_passages", "cosine", "grounded", "judge", "needs_router", "similar_to"]
 

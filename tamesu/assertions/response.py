@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import given, json_equal, numbered, shorten
 from tamesu.config.assertions.response import JSONPathAssertion
+from tamesu.kernel.outcome import AssertionResult
 
 __all__ = ["find_path", "json_path", "status"]
 

@@ -18,11 +18,12 @@ import re
 import signal
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import given, json_equal, redacted, shorten, text_pattern
 from tamesu.config.assertions.state import StateCommand, StateHTTP
 from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TamesuError
+from tamesu.kernel.outcome import AssertionResult
 from tamesu.templates import agent_env, render, render_command, render_text, render_url
 
 __all__ = ["check_output", "command_state", "http_state"]

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import closest_turn, numbered, shorten, snippet, text_pattern
+from tamesu.kernel.outcome import AssertionResult
 
 if TYPE_CHECKING:
-    from tamesu.transcript import Turn
+    from tamesu.kernel.transcript import Turn
 
 __all__ = ["contains", "not_contains", "not_regex", "regex"]
 

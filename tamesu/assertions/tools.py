@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import json_subset
 from tamesu.config.assertions.tools import ToolCall, ToolSequence
+from tamesu.kernel.outcome import AssertionResult
 
 if TYPE_CHECKING:
-    from tamesu.transcript import ToolCallRecord
+    from tamesu.kernel.transcript import ToolCallRecord
 
 __all__ = ["is_subsequence", "tool_called", "tool_not_called", "tool_sequence"]
 

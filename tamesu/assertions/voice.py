@@ -7,8 +7,9 @@ exact: the digits, in order, and nothing else.
 
 from __future__ import annotations
 
-from tamesu.assertions.base import AssertionContext, AssertionResult, assertion
+from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.config.assertions.voice import DTMFAssertion
+from tamesu.kernel.outcome import AssertionResult
 
 __all__ = ["dtmf_received"]
 

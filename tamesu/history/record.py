@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from tamesu.history.store import HistoryDB, HistoryError, Invocation, RunRow, TestRow
 
 if TYPE_CHECKING:
+    from tamesu.kernel.outcome import RunResult
     from tamesu.reports.rundir import RunDirectory
     from tamesu.runner.api import InvocationResult
-    from tamesu.runner.spec import RunResult
 
 __all__ = ["git_state", "history_path", "invocation_of", "invocation_of_run_dir", "record_invocation"]
 

@@ -20,8 +20,8 @@ from tamesu.metrics import percentile
 from tamesu.targets.faults import agent_fault
 
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunResult
-    from tamesu.transcript import Transcript
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.kernel.transcript import Transcript
 
 __all__ = ["SERIES", "CallSample", "LoadStats", "fault_kind", "sample_of", "window_rows"]
 

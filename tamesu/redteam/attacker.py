@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tamesu.actors.messages import UserTurn
+from tamesu.kernel.messages import UserTurn
 from tamesu.redteam.detectors import early_signals, first_hit
 
 if TYPE_CHECKING:
     from tamesu.config import Persona, Scenario
+    from tamesu.kernel.transcript import Transcript
     from tamesu.model_user import ModelUser
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
     from tamesu.redteam.model import AttackPlan, Move
     from tamesu.templates import Scope
-    from tamesu.transcript import Transcript
 
 __all__ = ["Attacker"]
 

@@ -16,15 +16,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from tamesu.assertions.base import AssertionResult, evaluate
+from tamesu.assertions.base import evaluate
 from tamesu.assertions.compare import shorten, snippet, text_pattern
 from tamesu.errors import TemplateError
+from tamesu.kernel.events import DetectorSkipped
+from tamesu.kernel.outcome import AssertionResult
 from tamesu.redteam.model import AttackPlan, Canary, Decoded, Detector, PackCheck, Pattern, Rubric, ToolUse
 
 if TYPE_CHECKING:
     from tamesu.assertions.base import AssertionContext
+    from tamesu.kernel.transcript import Transcript, Turn
     from tamesu.templates import Scope
-    from tamesu.transcript import Transcript, Turn
 
 __all__ = ["MODEL_KINDS", "Hit", "decoded_segments", "early_signals", "first_hit", "run_detectors", "scan"]
 
@@ -229,7 +231,7 @@ async def _pack(name: str, check: PackCheck, items: Sequence[Any], ctx: Assertio
 
 
 def _skipped(ctx: AssertionContext, detector: str, reason: str) -> None:
-    ctx.transcript.events.append({"type": "detector_skipped", "detector": detector, "reason": reason})
+    ctx.transcript.events.append(DetectorSkipped(detector=detector, reason=reason))
 
 
 async def run_detectors(plan: AttackPlan, ctx: AssertionContext) -> list[AssertionResult]:

@@ -2,19 +2,20 @@
 
 A run of an attack yields one finding per detector that fired and per failed ``red_team.assert``
 check. Findings live in the run's result (``RunResult.findings``), so every report reads them from
-the results alone; this module imports nothing heavy because the results module imports it.
+the results alone (``Finding`` is a kernel value, ``tamesu.kernel.outcome``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import msgspec
+from tamesu.kernel.events import Tactic
+from tamesu.kernel.outcome import Finding
 
 if TYPE_CHECKING:
-    from tamesu.transcript import Transcript
+    from tamesu.kernel.transcript import Transcript
 
 __all__ = ["SEVERITY_ORDER", "Finding", "by_severity", "finding_line", "findings_of", "severity_counts"]
 
@@ -22,26 +23,6 @@ SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 EVIDENCE_LIMIT = 600
 """Characters of evidence kept per finding (agent output is untrusted and unbounded)."""
 _TURN = re.compile(r"^turn (\d+): ?")
-
-
-class Finding(msgspec.Struct, kw_only=True):
-    playbook: str
-    attack: str
-    rule: str
-    """The attack kind (``playbook/attack``): the SARIF rule."""
-    severity: Literal["critical", "high", "medium", "low"]
-    detector: str
-    turn: int | None = None
-    """The agent turn (1-based) on which the attack succeeded; None when only a judge could tell."""
-    tactic: str | None = None
-    """The tactic of the user turn that got that answer."""
-    evidence: str = ""
-    suite: str = ""
-    test_id: str = ""
-    run_id: str = ""
-    file: str = ""
-    line: int = 0
-    column: int = 0
 
 
 def _text(value: Any) -> str:
@@ -67,8 +48,8 @@ def _tactic(transcript: Transcript | None, agent_turn: int | None) -> str | None
         elif turn.index == agent_turn:
             break
     for event in transcript.events:
-        if event.get("type") == "tactic" and event.get("turn") == user_turn:
-            return str(event.get("tactic"))
+        if isinstance(event, Tactic) and event.turn == user_turn:
+            return event.tactic
     return None
 
 

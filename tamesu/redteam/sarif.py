@@ -14,11 +14,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tamesu.kernel.events import Tactic
 from tamesu.redteam.findings import Finding, by_severity
 
 if TYPE_CHECKING:
+    from tamesu.kernel.outcome import RunResult
     from tamesu.runner.api import InvocationResult
-    from tamesu.runner.spec import RunResult
     from tamesu.secrets import Redactor
 
 __all__ = ["SARIF_SCHEMA", "sarif_log", "write_sarif"]
@@ -68,7 +69,7 @@ def _rule(rule_id: str, severity: str | None) -> dict[str, Any]:
 
 
 def _conversation(result: RunResult, run_dir: Path | None, redactor: Redactor | None) -> str:
-    from tamesu.transcript import Transcript
+    from tamesu.kernel.transcript import Transcript
     from tamesu.untrusted import printable
 
     if run_dir is None or not result.transcript_file:
@@ -77,7 +78,7 @@ def _conversation(result: RunResult, run_dir: Path | None, redactor: Redactor | 
         transcript = Transcript.from_json((run_dir / result.transcript_file).read_bytes())
     except (OSError, ValueError):
         return "(transcript unreadable)"
-    tactics = {e.get("turn"): e.get("tactic") for e in transcript.events if e.get("type") == "tactic"}
+    tactics = {e.turn: e.tactic for e in transcript.events if isinstance(e, Tactic)}
     lines = []
     for turn in transcript.turns:
         label = "user" if turn.role == "user" else "agent"

@@ -1,7 +1,7 @@
 """What the remote agents heard and answered, written into the run's transcript.
 
 Every message the agent under test sends to a remote agent (``received``) and every answer the
-remote agent gives (``replied``) becomes one ``a2a_remote`` event of the transcript: the agent's
+remote agent gives (``replied``) becomes one ``RemoteMessage`` event of the transcript: the agent's
 name, the words, the data parts, the files (names and sizes, never bytes), the task's state and
 ids. ``delegated_to`` reads them. The agent under test wrote what is received, so it is bounded
 like any answer: words by ``turn_text``, data by ``answer_size``, and all of it together by
@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
+
+from tamesu.kernel.events import RemoteMessage, Truncated
 from tamesu.limits import payload_head, payload_size
 
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import Message
 
     from tamesu.clock import Clock
+    from tamesu.kernel.transcript import Transcript
     from tamesu.limits import Limits
-    from tamesu.transcript import Transcript
 
 __all__ = ["EVENT", "Recording"]
 
@@ -68,41 +71,36 @@ class Recording:
         context: str = "",
         task: str = "",
     ) -> None:
-        event: dict[str, Any] = {
-            "type": EVENT,
-            "at": self.clock.now(),
-            "agent": agent,
-            "direction": direction,
-            "text": text[: self.limits.turn_text],
-        }
+        kept_data = None
         if data:
             size = payload_size(data)
-            event["data"] = data if size <= self.limits.answer_size else _mark(data, size)
-        if files:
-            event["files"] = files
-        for key, value in (("state", state), ("context", context), ("task", task)):
-            if value:
-                event[key] = value
+            kept_data = data if size <= self.limits.answer_size else _mark(data, size)
+        event = RemoteMessage(
+            at=self.clock.now(),
+            agent=agent,
+            direction=direction,
+            text=text[: self.limits.turn_text],
+            data=kept_data,
+            files=files or [],
+            state=state or None,
+            context=context,
+            task=task,
+        )
         self.transcript.events.append(self._kept(event))
 
-    def _kept(self, event: dict[str, Any]) -> dict[str, Any]:
-        size = payload_size(event)
+    def _kept(self, event: RemoteMessage) -> RemoteMessage:
+        size = payload_size(msgspec.to_builtins(event))
         if self._stored + size <= self.limits.transcript_size:
             self._stored += size
             return event
         if not self._truncated:
             self._truncated = True
             self.transcript.events.append(
-                {"type": "truncated", "at": event["at"], "what": EVENT, "limit": self.limits.transcript_size}
+                Truncated(at=event.at, what=EVENT, limit=self.limits.transcript_size)
             )
-        return {
-            "type": EVENT,
-            "at": event["at"],
-            "agent": event["agent"],
-            "direction": event["direction"],
-            "text": event["text"][:200],
-            "truncated": True,
-        }
+        return RemoteMessage(
+            at=event.at, agent=event.agent, direction=event.direction, text=event.text[:200], truncated=True
+        )
 
 
 def _mark(value: Any, size: int) -> dict[str, Any]:

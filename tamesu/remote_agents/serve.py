@@ -18,11 +18,11 @@ if TYPE_CHECKING:
 
     from tamesu.clock import Clock
     from tamesu.config.suite import RemoteAgent
+    from tamesu.kernel.transcript import Transcript
     from tamesu.limits import Limits
     from tamesu.remote_agents.record import Recording
     from tamesu.remote_agents.server import Mount, RemoteServer
     from tamesu.templates import Scope
-    from tamesu.transcript import Transcript
 
 __all__ = ["RemoteAgents"]
 

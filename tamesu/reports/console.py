@@ -20,11 +20,11 @@ from tamesu.runner.scheduler import Reporter
 from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.kernel.transcript import Turn
     from tamesu.runner.api import InvocationResult
-    from tamesu.runner.spec import RunResult
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
-    from tamesu.transcript import Turn
 
 __all__ = ["ConsoleReporter", "final_line"]
 
@@ -258,7 +258,7 @@ class ConsoleReporter(Reporter):
 def _load_turns(r: RunResult, run_dir: Path | None) -> list[Turn]:
     if not r.transcript_file or run_dir is None:
         return []
-    from tamesu.transcript import Transcript
+    from tamesu.kernel.transcript import Transcript
 
     try:
         return Transcript.from_json((run_dir / r.transcript_file).read_bytes()).turns

@@ -28,9 +28,8 @@ from tamesu.reports.rundir import RunDirectory, TestRow
 from tamesu.untrusted import storable_text
 
 if TYPE_CHECKING:
-    from tamesu.assertions.base import AssertionResult
-    from tamesu.runner.spec import RunResult
-    from tamesu.transcript import ToolCallRecord, Transcript, Turn
+    from tamesu.kernel.outcome import AssertionResult, RunResult
+    from tamesu.kernel.transcript import ToolCallRecord, Transcript, Turn
 
 __all__ = ["render_html", "write_html"]
 

@@ -17,9 +17,11 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tamesu.kernel.events import Interrupted, VoiceCall, VoiceTurn
+
 if TYPE_CHECKING:
+    from tamesu.kernel.transcript import Transcript
     from tamesu.reports.rundir import RunDirectory
-    from tamesu.transcript import Transcript
 
 __all__ = ["MAX_AUDIO_BYTES", "voice_block", "waveform_peaks"]
 
@@ -71,12 +73,12 @@ def voice_block(
     run_dir: RunDirectory, transcript: Transcript, *, max_audio_bytes: int = MAX_AUDIO_BYTES
 ) -> str:
     """The player, waveform and timeline of a voice run; empty for a run that was not a call."""
-    call = next((e for e in transcript.events if e.get("type") == "voice_call"), None)
+    call = next((e for e in transcript.events if isinstance(e, VoiceCall)), None)
     if call is None:
         return ""
-    offset = float(call.get("recording_starts_at") or 0.0)
+    offset = call.recording_starts_at or 0.0
     segments = _segments(transcript, offset)
-    path = run_dir.inside(str(call["recording"])) if call.get("recording") else None
+    path = run_dir.inside(call.recording) if call.recording else None
     audio = ""
     peaks: tuple[list[float], list[float]] = ([], [])
     duration = max((end for _, _, end in segments), default=0.0)
@@ -93,7 +95,7 @@ def voice_block(
         else:
             audio = (
                 f'<p class="note">The recording ({size / 1e6:.0f} MB) is too large to embed: '
-                f"{escape(str(call['recording']))} in the run directory.</p>"
+                f"{escape(str(call.recording))} in the run directory.</p>"
             )
     if duration <= 0:
         return ""
@@ -134,14 +136,13 @@ def _timeline(
             f'height="14" rx="2" fill="{colour}" fill-opacity="0.75"/>'
         )
     for event in transcript.events:
-        kind = event.get("type")
-        if kind == "voice_turn":
+        if isinstance(event, VoiceTurn):
             _latency(out, event, offset, x)
-        elif kind == "interrupt" and isinstance(event.get("at"), (int, float)):
-            at = x(float(event["at"]) - offset)
+        elif isinstance(event, Interrupted):
+            at = x(event.at - offset)
             out.append(
                 f'<path class="barge-in" d="M{at:.1f},36 l-5,-7 h10 z" fill="#cf222e"><title>barge-in at '
-                f"{float(event['at']) - offset:.2f}s</title></path>"
+                f"{event.at - offset:.2f}s</title></path>"
             )
     for i in range(0, 11):
         t = duration * i / 10
@@ -155,12 +156,12 @@ def _timeline(
     return "".join(out)
 
 
-def _latency(out: list[str], event: dict[str, Any], offset: float, x: Any) -> None:
-    end, first = event.get("caller_end"), event.get("first_audio_at")
-    if not isinstance(end, (int, float)) or not isinstance(first, (int, float)) or first < end:
+def _latency(out: list[str], event: VoiceTurn, offset: float, x: Any) -> None:
+    end, first = event.caller_end, event.first_audio_at
+    if end is None or first is None or first < end:
         return
-    a, b = x(float(end) - offset), x(float(first) - offset)
-    ms = (float(first) - float(end)) * 1000
+    a, b = x(end - offset), x(first - offset)
+    ms = (first - end) * 1000
     out.append(
         f'<path class="latency" d="M{a:.1f},70 v6 H{b:.1f} v-6" fill="none" stroke="#5f6b7a"/>'
         f'<text x="{(a + b) / 2:.1f}" y="90" font-size="10" fill="#1d232b" text-anchor="middle">{ms:.0f} ms</text>'

@@ -21,8 +21,8 @@ import msgspec
 from tamesu.redteam.findings import by_severity, severity_counts
 
 if TYPE_CHECKING:
+    from tamesu.kernel.outcome import RunResult
     from tamesu.runner.api import InvocationResult
-    from tamesu.runner.spec import RunResult
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 from tamesu.untrusted import xml_text
 
 if TYPE_CHECKING:
-    from tamesu.assertions.base import AssertionResult
+    from tamesu.kernel.outcome import AssertionResult, RunResult
     from tamesu.runner.api import InvocationResult
-    from tamesu.runner.spec import RunResult
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 

@@ -22,8 +22,8 @@ from tamesu.metrics import percentile
 from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
+    from tamesu.kernel.outcome import RunResult
     from tamesu.load.gates import GateResult
-    from tamesu.runner.spec import RunResult
     from tamesu.secrets import Redactor
 
 __all__ = ["build_load_report", "render_load_report", "write_load_report"]

@@ -18,8 +18,8 @@ from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
 from tamesu.runner.verdict import final_results
 
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunResult
-    from tamesu.transcript import Transcript
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.kernel.transcript import Transcript
 
 __all__ = ["MAX_TRANSCRIPT_BYTES", "RunDirectory", "TestRow", "resolve_run_dir"]
 
@@ -148,7 +148,7 @@ class RunDirectory:
         """The run's transcript, or None when it has none or the file is missing, unreadable or too big."""
         if not result.transcript_file:
             return None
-        from tamesu.transcript import Transcript
+        from tamesu.kernel.transcript import Transcript
 
         path = self.inside(result.transcript_file)
         try:

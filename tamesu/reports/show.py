@@ -16,8 +16,8 @@ from tamesu.reports.junit import assertion_line
 from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunResult
-    from tamesu.transcript import Transcript, Turn
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.kernel.transcript import Transcript, Turn
 
 __all__ = ["render_run"]
 

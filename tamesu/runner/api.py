@@ -34,7 +34,8 @@ from tamesu.secrets import Redactor
 
 if TYPE_CHECKING:
     from tamesu.config.loader import LoadedSuite
-    from tamesu.runner.spec import RunResult, RunSpec
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.runner.spec import RunSpec
 
 __all__ = ["InvocationResult", "RunOptions", "run", "run_async"]
 

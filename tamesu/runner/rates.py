@@ -21,7 +21,8 @@ from tamesu.sequential import Decision, Sprt, first_decision, settled
 from tamesu.stats import min_repeats_for, pass_hat_k, wilson_interval
 
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunResult, RunSpec
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.runner.spec import RunSpec
 
 __all__ = ["SLACK", "EarlyStopper", "RateRule", "Stop", "completion_order", "observation"]
 

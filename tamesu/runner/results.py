@@ -4,6 +4,7 @@
         settings.json     what was asked (command line, suites, options; never a secret value)
         results.jsonl     one RunResult per line, flushed and fsync'd as each attempt ends
         transcripts/      one redacted Transcript per attempt
+                          (records and transcripts carry the results format: ``format``)
         summary.json      written at the end (verdicts, counts, exit code)
     tamesu-runs/latest -> 20250101-120000-support-1a2b3c
 
@@ -30,14 +31,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
+from tamesu.kernel.outcome import RunResult
+from tamesu.kernel.transcript import FORMAT, check_format
 from tamesu.runner.durable import RunDirLock, append_lines, mend_tail
-from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import final_results, run_key
 from tamesu.untrusted import json_bytes
 
 if TYPE_CHECKING:
+    from tamesu.kernel.transcript import Transcript
     from tamesu.secrets import Redactor
-    from tamesu.transcript import Transcript
 
 __all__ = [
     "DEFAULT_OUTPUT",
@@ -179,7 +181,8 @@ class ResultsStore:
         return rel
 
     def results(self) -> list[RunResult]:
-        """Every attempt recorded so far; a line cut short by a crash is skipped."""
+        """Every attempt recorded so far; a line cut short by a crash is skipped. Records of
+        every results format up to this tamesu's are read (format 1 had the same fields)."""
         path = self.dir / "results.jsonl"
         if not path.exists():
             return []
@@ -190,6 +193,7 @@ class ResultsStore:
                 continue
             with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
                 out.append(decoder.decode(line))
+        check_format(max((r.format for r in out), default=FORMAT), "run directory")
         return out
 
     def finished(self) -> list[RunResult]:

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
+from tamesu.kernel.outcome import RunResult
+from tamesu.kernel.transcript import Transcript
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import ResultWriter, redact_result
-from tamesu.runner.spec import RunResult, RunSpec
+from tamesu.runner.spec import RunSpec
 from tamesu.runner.verdict import result_of
-from tamesu.transcript import Transcript
 
 if TYPE_CHECKING:
     import httpx

@@ -1,28 +1,21 @@
-"""What the planner hands the scheduler (RunSpec) and what a run gives back (RunResult).
+"""What the planner hands the scheduler: one RunSpec per run (what a run gives back is in the kernel).
 
 A RunSpec is one run of one expanded test (a case, a language, one repeat). It holds the
-validated config models, so it can be shipped to a Ray worker as it is (pickle); a RunResult is a
-msgspec Struct because it is appended to the results file and sent across processes often.
+validated config models, so it can be shipped to a Ray worker as it is (pickle).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from tamesu.assertions.base import AssertionResult
 from tamesu.limits import DEFAULT_LIMITS, Limits
-from tamesu.redteam.findings import Finding
 
 if TYPE_CHECKING:
     from tamesu.config import Assertion, Models, Target, Test
 
-__all__ = ["NamedAssertion", "Outcome", "RunResult", "RunSpec"]
-
-Outcome = Literal["passed", "failed", "error", "quarantined"]
+__all__ = ["NamedAssertion", "RunSpec"]
 
 
 @dataclass
@@ -108,34 +101,3 @@ class RunSpec:
 
 
 _FIELDS = frozenset(RunSpec.__dataclass_fields__)
-
-
-class RunResult(msgspec.Struct, kw_only=True):
-    run_id: str
-    test_id: str
-    test_name: str
-    suite: str
-    target: str
-    outcome: Outcome
-    assertions: list[AssertionResult] = msgspec.field(default_factory=list)
-    error: str | None = None
-    """What went wrong, for outcome error (already redacted)."""
-    error_kind: str | None = None
-    case: str | None = None
-    language: str | None = None
-    repeat_index: int = 0
-    attempt: int = 1
-    started_at: float = 0.0
-    duration: float = 0.0
-    tags: list[str] = msgspec.field(default_factory=list)
-    metrics: dict[str, float] = msgspec.field(default_factory=dict)
-    transcript_file: str | None = None
-    quarantine: str | None = None
-    turns: int = 0
-    findings: list[Finding] = msgspec.field(default_factory=list)
-    """Red-team runs: each attack that succeeded, at which turn, with the evidence."""
-    final: bool = True
-    """False on an attempt that the scheduler retries; ``--resume`` redoes runs with no final result."""
-    agent_faults: dict[str, int] = msgspec.field(default_factory=dict)
-    """The transcript's ``agent_faults``: every 5xx, refusal, timeout and drop of the agent in this
-    attempt, the ones the connect policy retried included."""

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from tamesu.runner.rates import RateRule, Stop, completion_order, observation
 
 if TYPE_CHECKING:
-    from tamesu.runner.spec import Outcome, RunResult, RunSpec
+    from tamesu.kernel.outcome import Outcome, RunResult
+    from tamesu.runner.spec import RunSpec
 
 __all__ = [
     "EXIT_BUDGET",
@@ -75,7 +76,7 @@ def result_of(
 ) -> RunResult:
     """One attempt's result: what the spec says of the run, and what came of it (its outcome follows
     from the assertions and the error; metrics and turns from the transcript, when there is one)."""
-    from tamesu.runner.spec import RunResult
+    from tamesu.kernel.outcome import RunResult
 
     findings = []
     if "attack" in spec.extra:

@@ -16,11 +16,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import AgentTurn, Event, Message, RawResponse, UserTurn
 from tamesu.clock import within
 from tamesu.config.targets.a2a import A2ATarget
 from tamesu.durations import format_duration
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentTurn, Event, Message, RawResponse, UserTurn
 from tamesu.targets.base import TargetAdapter, target
 from tamesu.targets.connect import ConnectPolicy
 

@@ -18,7 +18,7 @@ from tamesu.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import Message, Part, StreamResponse, Task
 
-    from tamesu.actors.messages import FileRef, UserTurn
+    from tamesu.kernel.messages import FileRef, UserTurn
 
 __all__ = [
     "FINAL_STATES",

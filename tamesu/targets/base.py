@@ -27,12 +27,12 @@ from tamesu.targets.faults import AgentFaults
 if TYPE_CHECKING:
     import httpx
 
-    from tamesu.actors.messages import Message, UserTurn
     from tamesu.actors.pools import SpeechPool
-    from tamesu.assertions.base import AssertionResult
     from tamesu.clock import Clock
     from tamesu.config.suite import Test
     from tamesu.config.target import TargetConfig
+    from tamesu.kernel.messages import Message, UserTurn
+    from tamesu.kernel.outcome import AssertionResult
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
     from tamesu.secrets import Redactor

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from tamesu.actors.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.config.targets.browser import BrowserTarget
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
 
-    from tamesu.assertions.base import AssertionResult
+    from tamesu.kernel.outcome import AssertionResult
     from tamesu.targets.base import TargetContext
     from tamesu.targets.browser_chat import ChatWidget
     from tamesu.targets.browser_record import Recorder

@@ -27,7 +27,7 @@ from tamesu.templates import render
 if TYPE_CHECKING:
     from playwright.async_api import Page
 
-    from tamesu.assertions.base import AssertionResult
+    from tamesu.kernel.outcome import AssertionResult
     from tamesu.templates import Scope
 
 __all__ = ["ACTION_TIMEOUT", "ASSERT_WAIT", "StepFailed", "StepRunner", "unsupported_step"]
@@ -98,7 +98,7 @@ class StepRunner:
 
     async def run(self, index: int, step: Any) -> dict[str, Any]:
         """Do one step; returns its event. A failed step adds a failed result and raises StepFailed."""
-        from tamesu.assertions.base import AssertionResult
+        from tamesu.kernel.outcome import AssertionResult
 
         why = unsupported_step(step)
         if why is not None:

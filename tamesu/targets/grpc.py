@@ -23,7 +23,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from tamesu.actors.messages import (
+from tamesu.config.targets.grpc import GrpcTarget
+from tamesu.durations import format_duration
+from tamesu.errors import MissingExtraError, TargetError, TemplateError
+from tamesu.kernel.messages import (
     AgentPartial,
     AgentTurn,
     Handoff,
@@ -33,9 +36,6 @@ from tamesu.actors.messages import (
     ToolResult,
     UserTurn,
 )
-from tamesu.config.targets.grpc import GrpcTarget
-from tamesu.durations import format_duration
-from tamesu.errors import MissingExtraError, TargetError, TemplateError
 from tamesu.limits import LimitExceeded
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, Retry, open_session, retrying

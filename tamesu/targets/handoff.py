@@ -12,12 +12,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import Handoff, ToolCall
 from tamesu.jsonpath import find, first, truthy
+from tamesu.kernel.messages import Handoff, ToolCall
 
 if TYPE_CHECKING:
     from tamesu.config.targets.base import HandoffSignal
-    from tamesu.transcript import ToolCallRecord
+    from tamesu.kernel.transcript import ToolCallRecord
 
 __all__ = ["detect_handoff"]
 

@@ -15,10 +15,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import AgentTurn, Message, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.config.targets.model import ModelTarget, PromptUnderTest
 from tamesu.errors import ModelError, TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
+from tamesu.kernel.messages import AgentTurn, Message, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
 
 if TYPE_CHECKING:

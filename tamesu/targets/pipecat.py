@@ -32,7 +32,11 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import (
+from tamesu.config.targets.pipecat import PipecatTarget
+from tamesu.durations import format_duration, parse_duration
+from tamesu.errors import TargetError, TemplateError
+from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
+from tamesu.kernel.messages import (
     AgentPartial,
     AgentTurn,
     Message,
@@ -41,10 +45,6 @@ from tamesu.actors.messages import (
     ToolResult,
     UserTurn,
 )
-from tamesu.config.targets.pipecat import PipecatTarget
-from tamesu.durations import format_duration, parse_duration
-from tamesu.errors import TargetError, TemplateError
-from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
 from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, open_session

@@ -15,9 +15,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.clock import within
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.targets.pipecat import raw, rtvi_data, rtvi_type, speaks
 from tamesu.targets.pipecat_wire import WireFrame, audio_frame, message_frame, rtvi
 from tamesu.targets.wslink import Closed

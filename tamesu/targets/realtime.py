@@ -27,7 +27,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from tamesu.actors.messages import (
+from tamesu.config.targets.realtime import RealtimeTarget
+from tamesu.durations import format_duration
+from tamesu.errors import TargetError, TemplateError
+from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
+from tamesu.kernel.messages import (
     AgentPartial,
     AgentTurn,
     Message,
@@ -36,10 +40,6 @@ from tamesu.actors.messages import (
     ToolResult,
     UserTurn,
 )
-from tamesu.config.targets.realtime import RealtimeTarget
-from tamesu.durations import format_duration
-from tamesu.errors import TargetError, TemplateError
-from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
 from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, open_session

@@ -20,8 +20,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.targets.realtime import Calls, api_error, failure, kept
 from tamesu.targets.realtime_events import canonical
 from tamesu.targets.wslink import Closed

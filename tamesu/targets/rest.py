@@ -12,13 +12,13 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import Message, UserTurn
 from tamesu.clock import within
 from tamesu.config.targets.rest import RestTarget
 from tamesu.durations import format_duration
 from tamesu.errors import TargetError
 from tamesu.http import fast_lane
 from tamesu.jsonpath import JSONPathError
+from tamesu.kernel.messages import Message, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import (
     ConnectPolicy,

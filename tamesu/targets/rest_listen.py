@@ -18,11 +18,11 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.clock import within
 from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TamesuError, TargetError
 from tamesu.jsonpath import first
+from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.limits import DEFAULT_LIMITS, LimitExceeded
 from tamesu.targets.connect import request
 from tamesu.targets.rest_read import decode_text

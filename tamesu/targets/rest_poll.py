@@ -13,10 +13,10 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import Message, UserTurn
 from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TargetError
 from tamesu.jsonpath import find
+from tamesu.kernel.messages import Message, UserTurn
 from tamesu.targets.connect import render_call, request, snippet
 from tamesu.targets.rest_read import Extract, decode_text
 

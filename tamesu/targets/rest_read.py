@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tamesu.actors.messages import AgentPartial, AgentTurn, Message, RawResponse, ToolCall
 from tamesu.jsonpath import find, find_in_message, truthy
+from tamesu.kernel.messages import AgentPartial, AgentTurn, Message, RawResponse, ToolCall
 from tamesu.limits import DEFAULT_LIMITS, Limits, check_json_depth, payload_size
 from tamesu.targets.handoff import detect_handoff
 from tamesu.untrusted import loads_json

@@ -15,10 +15,10 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tamesu.actors.messages import Message, UserTurn
 from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import Message, UserTurn
 from tamesu.targets.connect import stream
 from tamesu.targets.rest_read import Extract, decode_text
 

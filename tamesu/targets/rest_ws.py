@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.clock import within
 from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TargetError
 from tamesu.jsonpath import find_in_message, truthy
+from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.connect import open_websocket, snippet, websocket_closed
 from tamesu.targets.rest_read import decode_text

@@ -19,9 +19,9 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.config.targets.twilio import TwilioTarget
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.limits import decode_json
 from tamesu.targets.base import TargetAdapter, target
 from tamesu.targets.connect import ConnectPolicy, open_session

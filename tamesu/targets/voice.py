@@ -17,10 +17,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import Message, RawResponse, UserTurn
 from tamesu.config.targets.voice import VoiceTarget
 from tamesu.errors import TargetError
 from tamesu.jsonpath import JSONPathError, find_in_message, truthy
+from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.targets.base import TargetAdapter, target
 from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.targets.rest_read import decode_text, parse_tool_calls

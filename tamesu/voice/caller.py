@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tamesu.actors.messages import AudioBatch, CallerSpoke, Dtmf, Event, Message, Tick, UserTurn
 from tamesu.errors import TamesuError, TargetError
+from tamesu.kernel.events import DtmfUnsupported
+from tamesu.kernel.messages import AudioBatch, CallerSpoke, Dtmf, Event, Message, Tick, UserTurn
 
 from .lane import Stage
 from .speech import Utterance, render_dtmf, render_speech
@@ -79,8 +80,8 @@ class Caller:
             if sent:
                 out.keyed_at = self.clock.now()
             else:
-                data = {"digits": digits, "sent_as": "tones"}
-                out.told.append(Event(name="dtmf_unsupported", data=data, at=self.clock.now()))
+                unsupported = DtmfUnsupported(digits=digits, at=self.clock.now())
+                out.told.append(Event(event=unsupported, at=unsupported.at))
                 out.speech.append(render_dtmf(digits, s.rate))
         if user.text.strip():
             try:

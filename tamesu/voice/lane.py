@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 import numpy as np
 
-from tamesu.actors.messages import (
+from tamesu.kernel.messages import (
     AgentClear,
     AgentMark,
     AgentSpeech,

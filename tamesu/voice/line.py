@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tamesu.actors.messages import AudioBatch, Message
+from tamesu.kernel.messages import AudioBatch, Message
 
 from .lane import Stage, rows_of
 

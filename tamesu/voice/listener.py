@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tamesu.actors.messages import AgentSpeech, AgentTones, AudioBatch, Message
 from tamesu.errors import MissingExtraError
+from tamesu.kernel.messages import AgentSpeech, AgentTones, AudioBatch, Message
 
 from .lane import Stage, rows_of
 from .speech import transcribe

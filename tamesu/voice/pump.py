@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tamesu.actors.messages import Message
+from tamesu.kernel.messages import Message
 
 from .collector import collector
 from .lane import FRAME_S, CallAudio, Lane, LaneKey

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tamesu.actors.messages import AudioBatch, Message
+from tamesu.kernel.messages import AudioBatch, Message
 
 from .lane import Stage, rows_of
 

@@ -28,7 +28,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from tamesu.actors.messages import (
+from tamesu.audio.behaviour import BehaviourRNG
+from tamesu.clock import within
+from tamesu.errors import TamesuError, TargetError
+from tamesu.kernel.events import AgentCleared, VoiceCall
+from tamesu.kernel.messages import (
     AgentSpeech,
     AgentTones,
     CallerSpoke,
@@ -38,9 +42,6 @@ from tamesu.actors.messages import (
     Message,
     UserTurn,
 )
-from tamesu.audio.behaviour import BehaviourRNG
-from tamesu.clock import within
-from tamesu.errors import TamesuError, TargetError
 
 from .caller import Caller
 from .lane import CallAudio, CallReport
@@ -177,7 +178,8 @@ class VoiceSession:
         """The agent dropped its queued audio (Twilio ``clear``, an ``interrupted`` message)."""
         self.call.clear(at=self.clock.now())
         self.conversation.cleared(self.call.now)
-        self._post("message", Event(name="agent_cleared", data={"reason": reason}, at=self.clock.now()))
+        cleared = AgentCleared(reason=reason, at=self.clock.now())
+        self._post("message", Event(event=cleared, at=cleared.at))
 
     def heard_message(self, msg: Message, *, activity: bool = True) -> None:
         """A run message from the agent's control channel (ToolCall, RawResponse, ...)."""
@@ -283,17 +285,18 @@ class VoiceSession:
 
     def _announce(self) -> Event:
         s = self.settings
-        data: dict[str, Any] = {
-            "encoding": s.encoding,
-            "rate": s.rate,
-            "line": s.line_quality,
-            "transcript_source": s.transcript_source,
-        }
-        if self.recording_path:
-            data["recording"] = self.recording_path
-            data["channels"] = ["caller", "agent"]
-            data["recording_starts_at"] = self.timeline.started
-        return Event(name="voice_call", data=data, at=self.clock.now())
+        recorded = bool(self.recording_path)
+        call = VoiceCall(
+            encoding=s.encoding,
+            rate=s.rate,
+            line=s.line_quality,
+            transcript_source=s.transcript_source,
+            recording=self.recording_path,
+            channels=["caller", "agent"] if recorded else [],
+            recording_starts_at=self.timeline.started if recorded else None,
+            at=self.clock.now(),
+        )
+        return Event(event=call, at=call.at)
 
     def _say(self, utt: Utterance, t: Turn) -> None:
         begins = self.call.now + self.call.line_latency + utt.speech_start

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tamesu.actors.messages import AgentClear, AgentMark, AudioBatch, AudioFrame, MarksPlayed, Message
+from tamesu.kernel.messages import AgentClear, AgentMark, AudioBatch, AudioFrame, MarksPlayed, Message
 
 from .lane import Stage
 

@@ -13,11 +13,12 @@ metrics of the call so far, and the agent's turn with both sides' speech.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from tamesu.actors.messages import AgentTurn, AudioSpan, CallerSpoke, Event, Interrupt, Message, MetricMsg
 from tamesu.audio.timing import Segment
 from tamesu.errors import TargetError
+from tamesu.kernel.events import VoiceTurn
+from tamesu.kernel.messages import AgentTurn, AudioSpan, CallerSpoke, Event, Interrupt, Message, MetricMsg
 
 from .voice_metrics import BargeIn, CallTimeline, TurnTiming, voice_metrics
 
@@ -227,21 +228,20 @@ class Conversation:
         if interrupted:
             self.barging_next = True
             out.append(Interrupt(at=now))
-        data: dict[str, Any] = {
-            "turn": t.index,
-            "caller_start": t.caller_start,
-            "caller_end": timing.caller_end,
-            "first_audio_rx": t.first_rx,
-            "first_audio_at": t.first_onset,
-            "end_at": now,
-            "interrupted": interrupted,
-            "text_source": heard.source,
-        }
-        if heard.stt is not None:
-            data["stt"] = heard.stt
-        if heard.agent is not None:
-            data["agent_transcript"] = heard.agent
-        out.append(Event(name="voice_turn", data=data, at=now))
+        turn = VoiceTurn(
+            turn=t.index,
+            caller_start=t.caller_start,
+            caller_end=timing.caller_end,
+            first_audio_rx=t.first_rx,
+            first_audio_at=t.first_onset,
+            end_at=now,
+            interrupted=interrupted,
+            text_source=heard.source,
+            stt=heard.stt,
+            agent_transcript=heard.agent,
+            at=now,
+        )
+        out.append(Event(event=turn, at=now))
         out += [MetricMsg(name=k, value=v, at=now) for k, v in voice_metrics(self.timeline, now=now).items()]
         out.append(
             AgentTurn(

@@ -12,7 +12,12 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
 
-from tamesu.actors.messages import (
+from tamesu.assertions.base import AssertionContext
+from tamesu.config.assertion import Assertion
+from tamesu.config.suite import Capture, Scenario, Test
+from tamesu.config.targets.base import TalkingTarget
+from tamesu.errors import TargetError
+from tamesu.kernel.messages import (
     AgentPartial,
     AgentTurn,
     Handoff,
@@ -22,11 +27,7 @@ from tamesu.actors.messages import (
     ToolResult,
     UserTurn,
 )
-from tamesu.assertions.base import AssertionContext, AssertionResult
-from tamesu.config.assertion import Assertion
-from tamesu.config.suite import Capture, Scenario, Test
-from tamesu.config.targets.base import TalkingTarget
-from tamesu.errors import TargetError
+from tamesu.kernel.outcome import AssertionResult
 from tamesu.runner.spec import NamedAssertion, RunSpec
 from tamesu.targets.base import TargetAdapter, target
 

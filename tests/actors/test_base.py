@@ -5,16 +5,8 @@ import asyncio
 import pytest
 
 from tamesu.actors.base import Actor, Mailbox, MailboxFull, error_message, roundtrip
-from tamesu.actors.messages import (
-    AgentPartial,
-    AgentTurn,
-    ErrorMsg,
-    Interrupt,
-    Message,
-    SessionEnd,
-    UserTurn,
-)
 from tamesu.errors import ModelError, TargetError
+from tamesu.kernel.messages import AgentPartial, AgentTurn, ErrorMsg, Interrupt, Message, SessionEnd, UserTurn
 from tamesu.secrets import Redactor
 
 pytestmark = [pytest.mark.unit, pytest.mark.timing]

@@ -7,16 +7,8 @@ import asyncio
 import pytest
 
 from tamesu.actors.base import Actor, drive
-from tamesu.actors.messages import (
-    AgentPartial,
-    AgentTurn,
-    ErrorMsg,
-    Interrupt,
-    Message,
-    SessionEnd,
-    UserTurn,
-)
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentPartial, AgentTurn, ErrorMsg, Interrupt, Message, SessionEnd, UserTurn
 from tamesu.secrets import Redactor
 
 pytestmark = [pytest.mark.unit, pytest.mark.timing]

@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tamesu.actors.graph import GraphOutcome, RunGraph, run_graph, turn_view
+from tamesu.actors.graph import RunGraph, run_graph, turn_view
 from tamesu.actors.placement import make_placement
 from tamesu.actors.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
 from tamesu.config.suite import Counterpart, Scenario
 from tamesu.config.targets.base import TalkingTarget
+from tamesu.kernel.events import CaptureSkipped, IncompleteTurn
+from tamesu.kernel.outcome import GraphOutcome
 
 from .agents import BuggyAdapter, Check, HangingAdapter, check, make_spec, register
 
@@ -57,7 +59,7 @@ async def test_a_scripted_user_talks_until_the_script_is_done(services: RunServi
     ]
     assert [turn.index for turn in t.turns] == [1, 1, 2, 2, 3, 3, 4, 4]
     assert t.captures == {"order": "ORD-1234", "eta": "3 days"}
-    assert [e["name"] for e in t.events if e["type"] == "capture_skipped"] == ["mood"]
+    assert [e.name for e in t.events if isinstance(e, CaptureSkipped)] == ["mood"]
     last = t.agent_turns()[-1]
     assert [(c.name, c.args, c.result) for c in last.tool_calls] == [
         ("lookup", {"q": "tool time"}, {"found": True})
@@ -221,7 +223,7 @@ async def test_assertions_grade_the_run_and_on_turn_narrows_them(services: RunSe
 
 
 def test_turn_view_keeps_one_agent_turn_and_the_user_turn_before_it() -> None:
-    from tamesu.transcript import Transcript, Turn
+    from tamesu.kernel.transcript import Transcript, Turn
 
     t = Transcript(
         turns=[
@@ -304,7 +306,7 @@ async def test_a_hanging_agent_times_out_with_its_partial_transcript(services: R
     cut = t.agent_turns()[-1]
     assert cut.end_at is None and cut.sent_at == t.user_turns()[-1].sent_at
     assert cut.first_byte_at is not None and cut.first_byte_at >= cut.sent_at
-    assert any(e["type"] == "incomplete_turn" for e in t.events)
+    assert any(isinstance(e, IncompleteTurn) for e in t.events)
 
 
 async def test_a_cancelled_run_stops_the_adapter_and_hands_the_partial_outcome_to_the_sink(
@@ -372,8 +374,8 @@ def test_a_run_spec_survives_pickling() -> None:
 
 
 def test_an_outcome_survives_pickling() -> None:
-    from tamesu.assertions.base import AssertionResult
-    from tamesu.transcript import Transcript, Turn
+    from tamesu.kernel.outcome import AssertionResult
+    from tamesu.kernel.transcript import Transcript, Turn
 
     out = GraphOutcome(
         transcript=Transcript(turns=[Turn(role="agent", text="x", raw=[{"a": 1}])]),

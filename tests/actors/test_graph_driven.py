@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 import pytest
 
 from tamesu.actors.graph import run_graph
-from tamesu.actors.messages import Message, UserTurn
 from tamesu.actors.services import RunServices
 from tamesu.config.targets.base import TalkingTarget
+from tamesu.kernel.messages import Message, UserTurn
 from tamesu.targets.base import target
 
 from .agents import EchoAdapter, make_spec

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tamesu.actors.graph import GraphOutcome
 from tamesu.actors.placement.local import LocalPlacement
 from tamesu.actors.placement.worker import (
     DONE,
@@ -21,8 +20,10 @@ from tamesu.actors.placement.worker import (
     read_outcome,
 )
 from tamesu.actors.services import RunServices
+from tamesu.kernel.events import CustomEvent
+from tamesu.kernel.outcome import GraphOutcome
+from tamesu.kernel.transcript import Transcript
 from tamesu.runner.spec import RunSpec
-from tamesu.transcript import Transcript
 
 from .agents import Check, HangingAdapter, check, make_spec, register
 
@@ -150,7 +151,7 @@ def test_an_outcome_msgpack_cannot_carry_travels_as_the_object() -> None:
     plain = GraphOutcome(transcript=Transcript(run_id="r", metrics={"x": 1.5}))
     key, kind, data = pack_outcome("k", plain)
     assert (key, kind) == ("k", DONE) and read_outcome(kind, data) == plain
-    huge = GraphOutcome(transcript=Transcript(run_id="r", events=[{"n": 2**70}]))
+    huge = GraphOutcome(transcript=Transcript(run_id="r", events=[CustomEvent(name="n", data={"n": 2**70})]))
     assert pack_outcome("k", huge) == ("k", OBJECT, huge)
     with pytest.raises(ValueError):
         read_outcome(NEED_PARTS, None)

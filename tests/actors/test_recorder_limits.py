@@ -12,6 +12,7 @@ from aiohttp import web
 from tamesu.actors.graph import run_graph
 from tamesu.actors.services import RunServices
 from tamesu.config.target import parse_target
+from tamesu.kernel.events import Truncated
 from tamesu.limits import Limits
 
 from .agents import make_spec, register
@@ -50,7 +51,7 @@ async def test_raw_answers_past_the_transcript_size_are_kept_as_truncation_marks
     assert raws[0]["reply"] == "You said: one" and raws[1]["reply"] == "You said: two"
     assert raws[2]["truncated"] is True and raws[2]["bytes"] > 0
     assert raws[2]["head"].startswith('{"reply":"You said: three"')
-    assert [e["limit"] for e in out.transcript.events if e["type"] == "truncated"] == [200]
+    assert [e.limit for e in out.transcript.events if isinstance(e, Truncated)] == [200]
 
 
 @pytest.mark.integration

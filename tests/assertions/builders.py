@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tamesu.transcript import ToolCallRecord, Transcript, Turn
+from tamesu.kernel.transcript import ToolCallRecord, Transcript, Turn
 
 
 def convo(*lines: str | Turn, **fields: Any) -> Transcript:

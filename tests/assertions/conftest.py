@@ -10,8 +10,8 @@ import pytest
 
 from tamesu.assertions import AssertionContext, AssertionResult, evaluate
 from tamesu.config.assertion import Assertion
+from tamesu.kernel.transcript import Transcript
 from tamesu.templates import Scope
-from tamesu.transcript import Transcript
 
 Check = Callable[..., Awaitable[AssertionResult]]
 

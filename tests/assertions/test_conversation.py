@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tamesu.transcript import HandoffInfo, Turn
+from tamesu.kernel.transcript import HandoffInfo, Turn
 
 from .builders import convo
 from .conftest import Check

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import pytest
 
-from tamesu.transcript import Transcript
+from tamesu.kernel.events import RemoteMessage
+from tamesu.kernel.transcript import Transcript
 
 from .conftest import Check
 
 pytestmark = pytest.mark.unit
 
 
-def remote(agent: str, text: str, direction: str = "received", **extra: object) -> dict[str, object]:
-    return {"type": "a2a_remote", "at": 1.0, "agent": agent, "direction": direction, "text": text, **extra}
+def remote(
+    agent: str, text: str, direction: Literal["received", "replied"] = "received", **extra: Any
+) -> RemoteMessage:
+    return RemoteMessage(at=1.0, agent=agent, direction=direction, text=text, **extra)
 
 
 RUN = Transcript(

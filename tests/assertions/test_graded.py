@@ -8,10 +8,10 @@ from types import SimpleNamespace as NS
 
 import pytest
 
+from tamesu.kernel.transcript import HandoffInfo, ToolCallRecord, Turn
 from tamesu.models import ModelRouter
 from tamesu.models.refs import custom_provider
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
-from tamesu.transcript import HandoffInfo, ToolCallRecord, Turn
 
 from .builders import agent, convo
 from .conftest import Check

@@ -4,7 +4,7 @@ import tracemalloc
 
 import pytest
 
-from tamesu.transcript import Transcript, Turn
+from tamesu.kernel.transcript import Transcript, Turn
 
 from .builders import convo
 from .conftest import Check

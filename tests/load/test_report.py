@@ -6,12 +6,11 @@ import io
 
 import pytest
 
-from tamesu.assertions.base import AssertionResult
+from tamesu.kernel.outcome import AssertionResult, RunResult
 from tamesu.load.gates import Gates, evaluate_gates
 from tamesu.load.live import LiveView, progress_line
 from tamesu.load.stats import CallSample, LoadStats
 from tamesu.reports.load_report import build_load_report, render_load_report
-from tamesu.runner.spec import RunResult
 
 pytestmark = pytest.mark.unit
 

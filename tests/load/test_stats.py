@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tamesu.errors import UsageError
+from tamesu.kernel.outcome import RunResult
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.load import LoadProfile
 from tamesu.load.gates import Gates, evaluate_gates, gates_for, series_stat
 from tamesu.load.stats import CallSample, LoadStats, fault_kind, sample_of, window_rows
-from tamesu.runner.spec import RunResult
-from tamesu.transcript import Transcript, Turn
 
 pytestmark = pytest.mark.unit
 

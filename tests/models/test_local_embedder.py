@@ -15,13 +15,13 @@ import pytest
 from tamesu.assertions import AssertionContext, AssertionResult, evaluate
 from tamesu.config.assertion import Assertion
 from tamesu.errors import MissingExtraError, ModelError
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.models import ModelRouter
 from tamesu.models import local_embedder as le
 from tamesu.models.embedders import build_embedder, local_embedders
 from tamesu.models.refs import parse_ref
 from tamesu.models.usage import UsageLedger
 from tamesu.templates import Scope
-from tamesu.transcript import Transcript, Turn
 
 _HAVE_MODEL = all(
     importlib.util.find_spec(m) is not None

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tamesu.config import Scenario
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.redteam.attacker import Attacker
 from tamesu.redteam.model import AttackPlan, Canary, Move
 from tamesu.templates import Scope
-from tamesu.transcript import Transcript, Turn
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tamesu.clock import MonotonicClock
+from tamesu.kernel.transcript import Transcript
 from tamesu.limits import DEFAULT_LIMITS, Limits
 from tamesu.templates import Scope
-from tamesu.transcript import Transcript
 from tests.targets.conftest import Harness, closed_port  # noqa: F401  (a fixture)
 
 pytest.importorskip("a2a.client", reason="the a2a extra is not installed")

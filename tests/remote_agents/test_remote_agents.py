@@ -9,8 +9,9 @@ import socket
 import httpx
 import pytest
 
-from tamesu.actors.messages import AgentTurn, RawResponse, UserTurn
 from tamesu.errors import TargetError
+from tamesu.kernel.events import RemoteMessage
+from tamesu.kernel.messages import AgentTurn, RawResponse, UserTurn
 from tamesu.limits import Limits
 from tamesu.testing.a2a_agent import serve_a2a_agent
 
@@ -35,9 +36,7 @@ async def say(adapter, text: str, **parts) -> list:
 
 
 def remote_events(transcript) -> list[tuple[str, str, str | None]]:
-    return [
-        (e["direction"], e["text"], e.get("state")) for e in transcript.events if e["type"] == "a2a_remote"
-    ]
+    return [(e.direction, e.text, e.state) for e in transcript.events if isinstance(e, RemoteMessage)]
 
 
 async def test_scripted_replies_answer_in_order_with_state_and_data_and_are_recorded_both_ways(
@@ -67,7 +66,7 @@ async def test_scripted_replies_answer_in_order_with_state_and_data_and_are_reco
         ("received", "hello", None),
         ("replied", "I can help with cancellations.", "completed"),
     ]
-    assert transcript.events[3]["data"] == [{"reference": "C-1"}]
+    assert transcript.events[3].data == [{"reference": "C-1"}]
     with pytest.raises(TargetError, match="the agent's task ended failed: cannot help with that"):
         await say(t, "it is broken")
 
@@ -135,8 +134,8 @@ async def test_forward_is_a_recording_proxy_in_front_of_a_real_agent(harness, se
     assert [asked[-1].text, answered[-1].text] == ["Which order?", "Order ORD-7 is on its way"]
     assert real.headers[-1]["x-api-key"] == "k-9"
     assert real.messages[2].task_id == real.messages[1].task_id != ""
-    events = [e for e in transcript.events if e["type"] == "a2a_remote"]
-    assert [(e["direction"], e["text"]) for e in events] == [
+    events = [e for e in transcript.events if isinstance(e, RemoteMessage)]
+    assert [(e.direction, e.text) for e in events] == [
         ("received", "hello there"),
         ("replied", "echo: hello there"),
         ("received", "ask me"),
@@ -144,7 +143,7 @@ async def test_forward_is_a_recording_proxy_in_front_of_a_real_agent(harness, se
         ("received", "ORD-7"),
         ("replied", "Order ORD-7 is on its way"),
     ]
-    assert events[0]["data"] == [{"order": "ORD-1"}] and events[1]["data"] == [{"echo": {"order": "ORD-1"}}]
+    assert events[0].data == [{"order": "ORD-1"}] and events[1].data == [{"echo": {"order": "ORD-1"}}]
 
 
 def _free_addr() -> str:
@@ -200,6 +199,6 @@ async def test_a_real_agent_that_cannot_be_reached_is_a_failed_task_and_is_recor
     t = await harness.target({"type": "a2a", "url": served.urls["billing"]})
     with pytest.raises(TargetError, match="the agent's task ended failed: forwarding failed"):
         await say(t, "hello")
-    (received, replied) = [e for e in transcript.events if e["type"] == "a2a_remote"]
-    assert received["text"] == "hello"
-    assert replied["state"] == "failed" and replied["text"].startswith("forwarding failed: ")
+    (received, replied) = [e for e in transcript.events if isinstance(e, RemoteMessage)]
+    assert received.text == "hello"
+    assert replied.state == "failed" and replied.text.startswith("forwarding failed: ")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tamesu.runner.spec import RunResult
+from tamesu.kernel.outcome import RunResult
 
 SECRET = "sk-test-5f1e9c2a"
 

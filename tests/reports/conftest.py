@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.assertions.base import AssertionResult
+from tamesu.kernel.outcome import AssertionResult
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner.api import InvocationResult
 from tamesu.runner.results import ResultsStore
 from tamesu.runner.verdict import TestVerdict, exit_code
 from tamesu.secrets import Redactor
-from tamesu.transcript import Transcript, Turn
 
 from .builders import SECRET
 from .builders import run_result as _run

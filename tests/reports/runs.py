@@ -12,11 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tamesu.kernel.events import Interrupted, VoiceCall, VoiceTurn
+from tamesu.kernel.outcome import RunResult
+from tamesu.kernel.transcript import AudioSegment, Transcript, Turn
 from tamesu.runner.api import InvocationResult, run
 from tamesu.runner.results import ResultsStore
-from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import exit_code, verdicts
-from tamesu.transcript import AudioSegment, Transcript, Turn
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">\x1b[31mred'
 
@@ -133,13 +134,11 @@ def voice_run(root: Path) -> Path:
                  first_audio_at=4.6, end_at=5.6, audio=[segments[3]]),
         ],
         events=[
-            {"type": "voice_call", "at": 0.0, "recording": "recordings/call-1.wav", "rate": rate,
-             "channels": ["caller", "agent"], "recording_starts_at": 0.0},
-            {"type": "voice_turn", "at": 4.2, "turn": 1, "caller_end": 1.4, "first_audio_at": 2.0,
-             "end_at": 3.4, "interrupted": True},
-            {"type": "interrupt", "at": 3.4},
-            {"type": "voice_turn", "at": 5.6, "turn": 2, "caller_end": 4.0, "first_audio_at": 4.6,
-             "end_at": 5.6, "interrupted": False},
+            VoiceCall(at=0.0, recording="recordings/call-1.wav", rate=rate, channels=["caller", "agent"],
+                      recording_starts_at=0.0),
+            VoiceTurn(at=4.2, turn=1, caller_end=1.4, first_audio_at=2.0, end_at=3.4, interrupted=True),
+            Interrupted(at=3.4),
+            VoiceTurn(at=5.6, turn=2, caller_end=4.0, first_audio_at=4.6, end_at=5.6, interrupted=False),
         ],
         captures={"order_id": "1234"},
         metrics={"barge_ins": 1.0, "turn_latency_ms_p50": 600.0},
@@ -167,3 +166,21 @@ def voice_run(root: Path) -> Path:
     )
     store.write_json("summary.json", summary(invocation))
     return store.dir
+
+
+def unversioned(run_dir: Path) -> None:
+    """Rewrite a run directory as a tamesu without a results format wrote it: no ``format`` in
+    results.jsonl or the transcripts, events as plain objects (None fields left out), and one
+    event of a type this tamesu does not know."""
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    for record in records:
+        record.pop("format")
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    for path in (run_dir / "transcripts").glob("*.json"):
+        data = json.loads(path.read_text())
+        data.pop("format")
+        events = [{k: v for k, v in e.items() if v is not None} for e in data["events"]]
+        events.append({"type": "barge_in_attempt", "at": 1.5, "by": "caller"})
+        data["events"] = events
+        path.write_text(json.dumps(data))

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from tamesu.assertions import AssertionContext, evaluate
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.reports.junit import assertion_line, write_junit
 from tamesu.runner.api import InvocationResult
 from tamesu.secrets import Redactor
 from tamesu.templates import Scope
-from tamesu.transcript import Transcript, Turn
 
 from .builders import SECRET
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tamesu.kernel.outcome import RunResult
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner import results as results_module
 from tamesu.runner.results import ResultsStore, ResultWriter
-from tamesu.runner.spec import RunResult
 from tamesu.secrets import Redactor
-from tamesu.transcript import Transcript, Turn
 
 pytestmark = pytest.mark.unit
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tamesu.errors import UsageError
+from tamesu.kernel.outcome import RunResult
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir, safe_name
-from tamesu.runner.spec import RunResult
 from tamesu.runner.verdict import TestVerdict, exit_code, final_results
 from tamesu.secrets import Redactor
-from tamesu.transcript import Transcript, Turn
 
 
 def result(
@@ -275,3 +275,40 @@ async def test_resume_redoes_only_runs_without_a_final_result(tmp_path: Path) ->
             "second",
         ]
         assert json.loads((store.dir / "summary.json").read_text())["resumed"] == 1
+
+
+@pytest.mark.integration
+async def test_resume_continues_a_run_directory_written_before_results_had_a_format(tmp_path: Path) -> None:
+    from tamesu.runner.api import run_async
+    from tamesu.testing import EchoAgent, serve_echo_agent
+
+    agent = EchoAgent()
+    async with serve_echo_agent(agent) as url:
+        suite = tmp_path / "suite.yaml"
+        suite.write_text(RESUME_SUITE.format(url=url))
+        first = await run_async([suite], output=tmp_path / "runs")
+        assert first.run_dir is not None
+        results = first.run_dir / "results.jsonl"
+        old = [json.loads(line) for line in results.read_text().splitlines()]
+        kept = [{k: v for k, v in r.items() if k != "format"} for r in old if r["test_id"] == "first"]
+        results.write_text("".join(json.dumps(r) + "\n" for r in kept))
+
+        agent.requests.clear()
+        again = await run_async([], resume=True, output=tmp_path / "runs")
+        assert [r.body["message"] for r in agent.requests] == ["two"]
+        assert again.exit_code == 0 and again.resumed == 1
+        lines = [json.loads(line) for line in results.read_text().splitlines()]
+        assert [(r["test_id"], r.get("format")) for r in lines] == [("first", None), ("second", 2)]
+
+
+@pytest.mark.unit
+def test_results_of_a_newer_format_are_refused_by_name(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.append(result("a"))
+    line = json.loads((store.dir / "results.jsonl").read_text())
+    assert line["format"] == 2
+    (store.dir / "results.jsonl").write_text(json.dumps({**line, "format": 3}) + "\n")
+    with pytest.raises(
+        UsageError, match="newer tamesu \\(results format 3\\); this one reads formats up to 2"
+    ):
+        store.results()

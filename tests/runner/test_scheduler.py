@@ -10,18 +10,17 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.graph import GraphOutcome
-from tamesu.assertions.base import AssertionResult
 from tamesu.config import Hook
 from tamesu.errors import BudgetExceeded, TargetError
+from tamesu.kernel.outcome import AssertionResult, GraphOutcome, RunResult
+from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner import scheduler as scheduler_module
 from tamesu.runner.results import ResultsStore
 from tamesu.runner.scheduler import Budget, Reporter, Scheduler, SuiteSetup
-from tamesu.runner.spec import RunResult, RunSpec
+from tamesu.runner.spec import RunSpec
 from tamesu.runner.verdict import exit_code, verdicts
 from tamesu.secrets import Redactor
 from tamesu.templates import Scope
-from tamesu.transcript import Transcript, Turn
 
 pytestmark = pytest.mark.timing
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tamesu.actors.messages import AgentTurn, Message, UserTurn
 from tamesu.http import make_client
+from tamesu.kernel.messages import AgentTurn, Message, UserTurn
 from tamesu.limits import DEFAULT_LIMITS, Limits
 from tamesu.secrets import Redactor
 from tamesu.targets.base import TargetAdapter, TargetContext, targets

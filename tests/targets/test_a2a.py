@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tamesu.actors.messages import AgentTurn, Event, FileRef, RawResponse, UserTurn
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentTurn, Event, FileRef, RawResponse, UserTurn
 from tamesu.limits import Limits
 
 pytest.importorskip("a2a.client", reason="the a2a extra is not installed")

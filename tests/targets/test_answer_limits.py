@@ -144,7 +144,7 @@ async def test_an_event_over_the_answer_size_is_a_limit_error(serve, harness, wr
 
 
 async def consume(adapter: Any, text: str) -> list[Any]:
-    from tamesu.actors.messages import UserTurn
+    from tamesu.kernel.messages import UserTurn
 
     return [msg async for msg in adapter.turn(UserTurn(text=text))]
 

@@ -15,10 +15,10 @@ pytest.importorskip("playwright.async_api", reason="pip install 'tamesu[browser]
 
 from playwright.async_api import Error as PlaywrightError
 
-from tamesu.actors.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.config.suite import Step
 from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.targets import browser_steps
 from tamesu.targets.browser import BrowserAdapter
 from tamesu.targets.browser_session import chromium_path, close_shared_browsers

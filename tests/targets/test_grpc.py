@@ -14,9 +14,9 @@ from typing import Any
 import grpc
 import pytest
 
-from tamesu.actors.messages import AgentPartial, Handoff, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentPartial, Handoff, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.limits import LimitExceeded, Limits
 from tamesu.runner.api import run_async
 from tamesu.targets.base import targets

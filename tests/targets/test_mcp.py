@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.messages import RawResponse, ToolCall, ToolResult
 from tamesu.config import Models
 from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import RawResponse, ToolCall, ToolResult
 from tamesu.limits import LimitExceeded, Limits
 from tamesu.models import ModelRouter, UsageLedger
 from tamesu.models.refs import custom_provider

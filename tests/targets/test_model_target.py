@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.messages import RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.clock import VirtualClock
 from tamesu.config import Models
 from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
 from tamesu.fuzz import HOSTILE_PAYLOADS, HUGE_BYTES
+from tamesu.kernel.messages import RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.models import ModelRouter, UsageLedger
 from tamesu.models.refs import custom_provider
 from tamesu.targets.base import TargetAdapter, targets

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.messages import AgentPartial, RawResponse, ToolCall, ToolResult
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentPartial, RawResponse, ToolCall, ToolResult
 from tamesu.targets.pipecat_wire import (
     WireFrame,
     audio_frame,

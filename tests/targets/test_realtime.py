@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tamesu.actors.messages import AgentPartial, RawResponse, ToolCall, ToolResult
 from tamesu.audio.codec import decode
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentPartial, RawResponse, ToolCall, ToolResult
 from tamesu.secrets import REDACTED
 from tamesu.targets.realtime import model_url
 from tamesu.targets.realtime_events import Dialect, canonical, deep_merge

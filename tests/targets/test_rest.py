@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tamesu.actors.messages import AgentTurn, Handoff, RawResponse, ToolCall
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentTurn, Handoff, RawResponse, ToolCall
 
 pytestmark = pytest.mark.integration
 

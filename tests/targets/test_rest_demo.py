@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.messages import Handoff, ToolCall
+from tamesu.kernel.messages import Handoff, ToolCall
 from tamesu.testing import EchoAgent, serve_echo_agent
 
 pytestmark = pytest.mark.integration

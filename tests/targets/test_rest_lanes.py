@@ -9,9 +9,9 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tamesu.actors.messages import AgentTurn, RawResponse
 from tamesu.errors import TargetError
 from tamesu.http import fast_lane
+from tamesu.kernel.messages import AgentTurn, RawResponse
 
 from .conftest import Harness
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from aiohttp import WSMsgType, web
 
-from tamesu.actors.messages import AgentPartial, RawResponse, ToolCall
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentPartial, RawResponse, ToolCall
 
 pytestmark = pytest.mark.integration
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tamesu.actors.messages import Handoff, ToolCall
 from tamesu.config.targets.base import ConnectConfig, HandoffSignal
+from tamesu.kernel.messages import Handoff, ToolCall
 from tamesu.targets.connect import ConnectPolicy
 from tamesu.targets.handoff import detect_handoff
 from tamesu.targets.rest_listen import PathFilter

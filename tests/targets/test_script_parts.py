@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.messages import FileRef, UserTurn
 from tamesu.config.loader import validate_paths
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import FileRef, UserTurn
 from tests.targets.test_rest import json_app
 
 HEAD = """suite: s

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from tamesu.actors.messages import AgentTurn, Dtmf, Event, UserTurn
+from tamesu.kernel.messages import AgentTurn, Dtmf, Event, UserTurn
 from tamesu.voice.recording import read_recording
 
 from ..voice.peers import AgentScript, Calls, calls, collect, metrics_of, spec_with

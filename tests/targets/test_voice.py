@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from tamesu.actors.messages import AgentTurn, RawResponse, ToolCall, UserTurn
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentTurn, RawResponse, ToolCall, UserTurn
 from tamesu.targets.voice import frame_template
 from tamesu.templates import Scope
 

@@ -373,7 +373,7 @@ async def collect(adapter: Any, user: Any = None) -> list[Any]:
 
 
 def metrics_of(messages: list[Any]) -> dict[str, float]:
-    from tamesu.actors.messages import MetricMsg
+    from tamesu.kernel.messages import MetricMsg
 
     return {m.name: m.value for m in messages if isinstance(m, MetricMsg)}
 

@@ -11,6 +11,7 @@ from tamesu.actors.graph import run_graph
 from tamesu.actors.pools import LocalSpeechPool
 from tamesu.actors.services import RunServices
 from tamesu.config.loader import load_suite
+from tamesu.kernel.events import VoiceCall, VoiceTurn
 from tamesu.runner.plan import plan
 
 from ..virtual_time import LoopClock
@@ -74,10 +75,10 @@ async def test_a_voice_run_records_timings_segments_events_and_metrics(calls: Ca
     assert answer.first_audio_at is not None and answer.sent_at is not None
     assert 0.2 < answer.first_audio_at - answer.sent_at < 0.45
     assert {a.channel for a in answer.audio} == {"caller", "agent"}
-    kinds = [e["type"] for e in t.events]
-    assert "voice_call" in kinds and kinds.count("voice_turn") == 2
-    recording = next(e for e in t.events if e["type"] == "voice_call")["recording"]
-    assert (tmp_path / "out" / recording).is_file()
+    kinds = [type(e) for e in t.events]
+    assert VoiceCall in kinds and kinds.count(VoiceTurn) == 2
+    recording = next(e for e in t.events if isinstance(e, VoiceCall)).recording
+    assert recording is not None and (tmp_path / "out" / recording).is_file()
     assert t.metrics["turn_latency_ms_p50"] == pytest.approx(
         1000 * (answer.first_audio_at - answer.sent_at), abs=1
     )

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from tamesu.actors.base import roundtrip
-from tamesu.actors.messages import AgentSpeech, AudioBatch, CallerSpoke, MarksPlayed, Message, Tick
 from tamesu.audio import synth
 from tamesu.audio.codec import ulaw_decode
 from tamesu.audio.dtmf import detect_dtmf
 from tamesu.audio.timing import Segment
+from tamesu.kernel.messages import AgentSpeech, AudioBatch, CallerSpoke, MarksPlayed, Message, Tick
 from tamesu.voice import (
     BargeIn,
     CallAudio,

@@ -7,8 +7,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from tamesu.actors.messages import AgentTurn, Dtmf, Event, Interrupt, UserTurn
 from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentTurn, Dtmf, Event, Interrupt, UserTurn
 from tamesu.voice.recording import read_recording
 from tamesu.voice.voice_metrics import wer
 

@@ -12,10 +12,10 @@ from tamesu.assertions.base import AssertionContext, evaluate
 from tamesu.clock import MonotonicClock
 from tamesu.config.suite import Test
 from tamesu.config.target import parse_target
+from tamesu.kernel.transcript import Transcript
 from tamesu.secrets import Redactor
 from tamesu.targets.base import TargetContext
 from tamesu.templates import Scope
-from tamesu.transcript import Transcript
 from tamesu.voice import VoiceSettings, check_voice_test
 from tamesu.voice.settings import stt_problem
 

@@ -14,6 +14,8 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from tamesu.kernel.events import TranscriptEvent
+
 __all__ = [
     "AgentClear",
     "AgentMark",
@@ -149,10 +151,10 @@ class Dtmf(_Msg, tag="dtmf", frozen=True):
 
 
 class Event(_Msg, tag="event", frozen=True):
-    """Something a target observed that belongs in the transcript's events (a recording, a barge-in)."""
+    """Something a target observed that belongs in the transcript's events (a call's recording, a
+    turn's timings); the recorder appends ``event`` as it is."""
 
-    name: str
-    data: dict[str, Any] = msgspec.field(default_factory=dict)
+    event: TranscriptEvent
 
 
 class MetricMsg(_Msg, tag="metric", frozen=True):

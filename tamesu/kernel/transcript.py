@@ -2,6 +2,10 @@
 
 Every target fills the same structure, so an assertion works the same on a REST agent, a model
 prompt or a phone call. Times are seconds since the run started.
+
+A transcript file carries the results format it was written in (``format``); ``from_json`` reads
+every format up to this one: an unversioned transcript (format 1) held its events as dictionaries,
+which are read into the typed events of ``tamesu.kernel.events``.
 """
 
 from __future__ import annotations
@@ -10,7 +14,21 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["AudioSegment", "HandoffInfo", "ToolCallRecord", "Transcript", "Turn"]
+from tamesu.kernel.events import TranscriptEvent, upgrade_event
+
+__all__ = [
+    "FORMAT",
+    "AudioSegment",
+    "HandoffInfo",
+    "ToolCallRecord",
+    "Transcript",
+    "Turn",
+    "check_format",
+]
+
+FORMAT = 2
+"""The results format this tamesu writes: results.jsonl records and transcripts carry it. Format 1
+is what came before versions were written (a record or transcript without ``format``)."""
 
 
 class ToolCallRecord(msgspec.Struct, kw_only=True):
@@ -66,6 +84,8 @@ class Turn(msgspec.Struct, kw_only=True):
 
 
 class Transcript(msgspec.Struct, kw_only=True):
+    format: int = FORMAT
+    """The results format the transcript was written in."""
     run_id: str = ""
     test: str = ""
     target: str = ""
@@ -80,7 +100,7 @@ class Transcript(msgspec.Struct, kw_only=True):
     """Wall-clock time (epoch seconds) of the run's start; the other times are relative to it."""
     duration: float = 0.0
     metrics: dict[str, float] = msgspec.field(default_factory=dict)
-    events: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    events: list[TranscriptEvent] = msgspec.field(default_factory=list)
     agent_faults: dict[str, int] = msgspec.field(default_factory=dict)
     """Every fault the agent produced in the run, retried or not, by kind (http_5xx, refused,
     timeout, dropped, ...; see ``tamesu.targets.faults``)."""
@@ -104,4 +124,32 @@ class Transcript(msgspec.Struct, kw_only=True):
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Transcript:
-        return msgspec.json.decode(data, type=cls)
+        """A transcript file of any format up to ``FORMAT``, as this format."""
+        version = _VERSION.decode(data).format
+        if version == FORMAT:
+            return _DECODER.decode(data)
+        check_format(version, "transcript")
+        raw = msgspec.json.decode(data)
+        events = raw.get("events") if isinstance(raw, dict) else None
+        raw["events"] = [upgrade_event(e) for e in events or () if isinstance(e, dict)]
+        raw["format"] = FORMAT
+        return msgspec.convert(raw, cls)
+
+
+class _Version(msgspec.Struct):
+    format: int = 1
+
+
+_VERSION = msgspec.json.Decoder(_Version)
+_DECODER = msgspec.json.Decoder(Transcript)
+
+
+def check_format(version: int, what: str) -> None:
+    """Refuse a file written in a results format newer than this tamesu reads."""
+    if version > FORMAT:
+        from tamesu.errors import UsageError
+
+        raise UsageError(
+            f"this {what} was written by a newer tamesu (results format {version}); "
+            f"this one reads formats up to {FORMAT}: upgrade tamesu to read it"
+        )

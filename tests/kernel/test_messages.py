@@ -4,7 +4,8 @@ import typing
 
 import pytest
 
-from tamesu.actors import messages as m
+from tamesu.kernel import messages as m
+from tamesu.kernel.events import VoiceTurn
 
 pytestmark = pytest.mark.unit
 
@@ -34,7 +35,7 @@ SAMPLES: list[m.Message] = [
             m.AudioSpan(start=0.25, end=1.0, channel="agent"),
         ],
     ),
-    m.Event(name="voice_turn", data={"turn": 1, "interrupted": False}, at=2.0),
+    m.Event(event=VoiceTurn(turn=1, interrupted=True, at=2.0), at=2.0),
     m.Dtmf(digits="12#", direction="received"),
     m.MetricMsg(name="barge_in_ms", value=120.0),
     m.AudioFrame(seq=7, pcm=b"\x00\x01" * 160, sample_rate=8000, channel="agent", call=3),

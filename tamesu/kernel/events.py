@@ -1,0 +1,216 @@
+"""What happened in a run besides its turns: the transcript's events, one tagged union.
+
+Each event is a frozen msgspec Struct tagged by ``type`` (``voice_turn``, ``captured``, ...), so a
+reader matches on the class and gets typed fields instead of guessing at dictionary keys. Times
+are seconds since the run started. An adapter from a plugin records what has no class here as a
+``CustomEvent`` (its own name and data); so does a transcript written by an older tamesu whose
+event type is no longer known (see ``upgrade_event``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "AgentCleared",
+    "AgentDone",
+    "CaptureSkipped",
+    "Captured",
+    "CustomEvent",
+    "DetectorSkipped",
+    "DtmfSent",
+    "DtmfUnsupported",
+    "HandoffSignalFailed",
+    "IncompleteTurn",
+    "Interrupted",
+    "RemoteMessage",
+    "RunError",
+    "SessionStarted",
+    "Tactic",
+    "TranscriptEvent",
+    "Truncated",
+    "VoiceCall",
+    "VoiceTurn",
+    "upgrade_event",
+]
+
+
+class _Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
+    at: float = 0.0
+    """Seconds since the run started."""
+
+
+class SessionStarted(_Event, tag="session_start", frozen=True):
+    session: str = ""
+
+
+class RunError(_Event, tag="error", frozen=True):
+    """The run ended as an infrastructure error."""
+
+    kind: str = "agent"
+    message: str = ""
+
+
+class IncompleteTurn(_Event, tag="incomplete_turn", frozen=True):
+    """The run ended while an agent turn was arriving; the part received is the last turn."""
+
+
+class DtmfSent(_Event, tag="dtmf", frozen=True):
+    """Touch tones sent or received as protocol messages (or heard in the agent's audio)."""
+
+    digits: str
+    direction: Literal["sent", "received"] = "sent"
+
+
+class Interrupted(_Event, tag="interrupt", frozen=True):
+    """The caller barged in on the agent."""
+
+
+class AgentDone(_Event, tag="agent_done", frozen=True):
+    """The agent ended the session on this (1-based) agent turn."""
+
+    turn: int
+
+
+class Captured(_Event, tag="captured", frozen=True):
+    name: str
+    turn: int
+
+
+class CaptureSkipped(_Event, tag="capture_skipped", frozen=True):
+    name: str
+    reason: str
+
+
+class HandoffSignalFailed(_Event, tag="handoff_signal_failed", frozen=True):
+    message: str
+
+
+class Truncated(_Event, tag="truncated", frozen=True):
+    """The transcript stopped keeping ``what`` (raw answers) once it held ``limit`` bytes of it."""
+
+    what: str = "raw"
+    limit: int = 0
+
+
+class VoiceCall(_Event, tag="voice_call", frozen=True):
+    """A call with audio began: how it is carried, and where its recording is."""
+
+    encoding: str = "pcm16"
+    rate: int = 16000
+    line: str | None = None
+    transcript_source: str = "auto"
+    recording: str | None = None
+    """The stereo recording, relative to the run directory."""
+    channels: list[str] = msgspec.field(default_factory=list)
+    recording_starts_at: float | None = None
+    """The run-clock time of the recording's first sample."""
+
+
+class VoiceTurn(_Event, tag="voice_turn", frozen=True):
+    """One turn of a call as the caller heard it (run-clock seconds)."""
+
+    turn: int
+    caller_start: float | None = None
+    caller_end: float | None = None
+    first_audio_rx: float | None = None
+    first_audio_at: float | None = None
+    end_at: float | None = None
+    interrupted: bool = False
+    text_source: str = "none"
+    """agent, stt or none: where the turn's words came from."""
+    stt: str | None = None
+    agent_transcript: str | None = None
+
+
+class AgentCleared(_Event, tag="agent_cleared", frozen=True):
+    """The agent dropped the audio it had queued (a Twilio ``clear``, an interruption)."""
+
+    reason: str = "clear"
+
+
+class DtmfUnsupported(_Event, tag="dtmf_unsupported", frozen=True):
+    """The transport carries no DTMF messages: the digits went down the line as tones."""
+
+    digits: str
+    sent_as: str = "tones"
+
+
+class RemoteMessage(_Event, tag="a2a_remote", frozen=True):
+    """A message the agent under test sent one of the suite's remote agents (``received``), or that
+    agent's answer (``replied``); files are named and sized, never kept."""
+
+    agent: str
+    direction: Literal["received", "replied"]
+    text: str = ""
+    data: Any = None
+    """The message's data parts, or a truncation mark past ``answer_size``."""
+    files: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    state: str | None = None
+    context: str = ""
+    task: str = ""
+    truncated: bool = False
+    """Only the start of the text was kept: the transcript held ``transcript_size`` already."""
+
+
+class Tactic(_Event, tag="tactic", frozen=True):
+    """A red-team attacker's user turn and the tactic it used."""
+
+    turn: int
+    """The 1-based user turn."""
+    tactic: str
+    source: str = "script"
+
+
+class DetectorSkipped(_Event, tag="detector_skipped", frozen=True):
+    """A red-team detector could not judge this run (no model for it, say)."""
+
+    detector: str
+    reason: str = ""
+
+
+class CustomEvent(_Event, tag="custom", frozen=True):
+    """An event with no class of its own: a plugin's, or an older transcript's unknown one."""
+
+    name: str
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+TranscriptEvent = (
+    SessionStarted
+    | RunError
+    | IncompleteTurn
+    | DtmfSent
+    | Interrupted
+    | AgentDone
+    | Captured
+    | CaptureSkipped
+    | HandoffSignalFailed
+    | Truncated
+    | VoiceCall
+    | VoiceTurn
+    | AgentCleared
+    | DtmfUnsupported
+    | RemoteMessage
+    | Tactic
+    | DetectorSkipped
+    | CustomEvent
+)
+
+
+def upgrade_event(data: Mapping[str, Any]) -> TranscriptEvent:
+    """An event of an unversioned transcript (a dict with a ``type``) as its class; one that does
+    not fit any class is kept whole as a ``CustomEvent``."""
+    try:
+        return msgspec.convert(dict(data), TranscriptEvent)  # type: ignore[arg-type]
+    except (msgspec.ValidationError, TypeError):
+        rest = {k: v for k, v in data.items() if k not in ("type", "at")}
+        at = data.get("at")
+        return CustomEvent(
+            name=str(data.get("type") or "unknown"),
+            data=rest,
+            at=float(at) if isinstance(at, (int, float)) else 0.0,
+        )
