@@ -31,7 +31,7 @@ from tamesu.load.shapes import ArrivalSchedule, target_in_flight
 from tamesu.load.stats import CallSample, LoadStats, sample_of
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
-from tamesu.runner.scheduler import Budget
+from tamesu.runner.setup import Budget
 from tamesu.runner.verdict import result_of
 from tamesu.templates import Scope
 from tamesu.untrusted import json_bytes
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
     from tamesu.load.profile import LoadProfile
     from tamesu.runner.results import ResultsStore
-    from tamesu.runner.scheduler import SuiteSetup
+    from tamesu.runner.setup import SuiteSetup
     from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor
 
@@ -434,7 +434,7 @@ class LoadDriver:
             await asyncio.sleep(self.health_interval)
 
     def _hook_args(self, setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str]) -> dict[str, Any]:
-        from tamesu.runner.scheduler import hook_kwargs
+        from tamesu.runner.attempt import hook_kwargs
 
         return hook_kwargs(setup, spec, env, http=self.http, redactor=self.redactor)
 

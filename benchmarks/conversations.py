@@ -160,7 +160,7 @@ async def with_tamesu(
     measurement pay for the filesystem's discards), else a temporary directory. ``suite_text``
     replaces the REST suite (another benchmark's target, such as a2a)."""
     from tamesu.runner.api import run_async
-    from tamesu.runner.scheduler import Reporter
+    from tamesu.runner.invocation import Reporter
 
     class Clock(Reporter):
         start = end = 0.0

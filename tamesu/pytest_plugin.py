@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.invocation import InvocationResult
     from tamesu.runner.spec import RunSpec
 
 __all__ = ["SuiteFile", "TamesuItem", "TamesuRunFailed"]

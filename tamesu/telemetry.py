@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
     from tamesu.kernel.transcript import Transcript
-    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.invocation import InvocationResult
 
 __all__ = ["TelemetryError", "export_invocation", "otlp_endpoint"]
 

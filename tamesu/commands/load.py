@@ -11,7 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tamesu.commands import add_selection_arguments, fraction, integer, positive_int, positive_number
+from tamesu.commands import (
+    add_selection_arguments,
+    fraction,
+    integer,
+    positive_int,
+    positive_number,
+    split_list,
+)
 
 __all__ = ["add_arguments", "run"]
 
@@ -157,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
     request = LoadRequest(
         paths=list(args.paths),
         overrides=_overrides(args),
-        tags=args.tags,
-        exclude_tags=args.exclude_tags,
+        tags=split_list(args.tags),
+        exclude_tags=split_list(args.exclude_tags),
         filter=args.filter,
         timeout=args.timeout,
         seed=args.seed,

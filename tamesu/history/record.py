@@ -17,7 +17,7 @@ from tamesu.history.store import HistoryDB, HistoryError, Invocation, RunRow, Te
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
     from tamesu.reports.rundir import RunDirectory
-    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.invocation import InvocationResult
 
 __all__ = ["git_state", "history_path", "invocation_of", "invocation_of_run_dir", "record_invocation"]
 

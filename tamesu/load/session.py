@@ -24,8 +24,8 @@ from tamesu.secrets import Redactor
 
 if TYPE_CHECKING:
     from tamesu.actors.load import LoadOutcome
+    from tamesu.config.load_profile import LoadProfile
     from tamesu.config.loader import LoadedSuite
-    from tamesu.load.profile import LoadProfile
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.spec import RunSpec
 
@@ -34,7 +34,6 @@ __all__ = [
     "LoadRequest",
     "LoadResult",
     "latest_load_dir",
-    "needs_speech",
     "prepare_load",
     "run_load",
 ]
@@ -93,25 +92,20 @@ def latest_load_dir(output: Path, suite_paths: Sequence[str]) -> Path | None:
     return None
 
 
-def _split(values: Sequence[str] | None) -> list[str]:
-    from tamesu.commands import split_list
-
-    return split_list(values)
-
-
 def prepare_load(request: LoadRequest, paths: Sequence[str]) -> tuple[list[LoadedSuite], list[Any], Any]:
     """Load and plan exactly as ``tamesu run`` does: (loaded suites, run specs, run options)."""
-    from tamesu.runner.api import RunOptions, _load, _plan
+    from tamesu.runner.invocation import RunOptions
+    from tamesu.runner.prepare import load_suites, plan_runs
 
     opts = RunOptions(
-        tags=_split(request.tags),
-        exclude_tags=_split(request.exclude_tags),
+        tags=list(request.tags or ()),
+        exclude_tags=list(request.exclude_tags or ()),
         filter=request.filter,
         seed=request.seed,
         timeout=None if request.timeout is None else _seconds(request.timeout),
     )
-    loaded = _load(list(paths) or ["."], opts)
-    specs = _plan(loaded, opts)
+    loaded = load_suites(list(paths) or ["."], opts)
+    specs = plan_runs(loaded, opts)
     return loaded, specs, opts
 
 
@@ -165,7 +159,7 @@ def _store(
 
 
 def _profile(request: LoadRequest, loaded: Sequence[LoadedSuite], resume_dir: Path | None) -> LoadProfile:
-    from tamesu.load.profile import LoadProfile, merge_profile
+    from tamesu.config.load_profile import LoadProfile, merge_profile
 
     base: LoadProfile | None = next(
         (s.project.load for s in loaded if s.project is not None and s.project.load), None
@@ -180,19 +174,6 @@ def _profile(request: LoadRequest, loaded: Sequence[LoadedSuite], resume_dir: Pa
         raise UsageError(f"load profile: {exc}") from None
 
 
-def needs_speech(specs: Sequence[Any]) -> bool:
-    """Whether any call speaks or listens (then a Ray placement gets the shared speech pool)."""
-    from tamesu.config.kinds import target_kinds
-
-    return any(
-        target_kinds.carries_audio(
-            getattr(spec.target, "type", None),
-            getattr(spec.test, "mode", None) or getattr(spec.target, "mode", None),
-        )
-        for spec in specs
-    )
-
-
 def _placement(
     request: LoadRequest,
     profile: LoadProfile,
@@ -201,6 +182,8 @@ def _placement(
     specs: Sequence[Any] = (),
     routers: Any = None,
 ) -> Any:
+    from tamesu.runner.prepare import needs_speech
+
     if not request.ray:
         from tamesu.actors.placement.local import LocalPlacement
 
@@ -272,9 +255,10 @@ async def run_load(request: LoadRequest) -> LoadResult:
     store, resumed = _store(request, loaded, where, profile, redactor)
     stream = request.stream or sys.stdout
     specs = _leave_out_unrunnable(specs, store, redactor, stream, write=not resumed)
-    from tamesu.runner.api import RunOptions, _router_factory
+    from tamesu.runner.invocation import RunOptions
+    from tamesu.runner.prepare import router_factory
 
-    routers = _router_factory(project, project_dir, setups, RunOptions())
+    routers = router_factory(project, project_dir, setups, RunOptions())
     services = RunServices.create(redactor=redactor, output_dir=store.dir, router_factory=routers)
     placement = _placement(request, profile, services, store, specs, routers)
     driver = LoadDriver(

@@ -19,7 +19,7 @@ from tamesu.redteam.findings import Finding, by_severity
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
-    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.invocation import InvocationResult
     from tamesu.secrets import Redactor
 
 __all__ = ["SARIF_SCHEMA", "sarif_log", "write_sarif"]

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tamesu.reports.junit import assertion_line
-from tamesu.runner.scheduler import Reporter
+from tamesu.runner.invocation import Reporter
 from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
     from tamesu.kernel.transcript import Turn
-    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.invocation import InvocationResult
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 

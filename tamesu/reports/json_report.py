@@ -22,7 +22,7 @@ from tamesu.redteam.findings import by_severity, severity_counts
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
-    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.invocation import InvocationResult
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 

@@ -19,7 +19,7 @@ from tamesu.untrusted import xml_text
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import AssertionResult, RunResult
-    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.invocation import InvocationResult
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 

@@ -17,90 +17,26 @@ import signal
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.errors import ClusterLost, ConfigError, ConfigErrors, NoTestSelected, UsageError
+from tamesu.errors import ClusterLost, UsageError
+from tamesu.runner.invocation import InvocationResult, Reporter, RunOptions
+from tamesu.runner.prepare import load_suites, needs_speech, plan_runs, router_factory
 from tamesu.runner.rates import EarlyStopper, RateRule
 from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
-from tamesu.runner.scheduler import Reporter, Scheduler, SuiteSetup
-from tamesu.runner.setup import suite_setups
-from tamesu.runner.verdict import TestVerdict, exit_code, final_results, run_key, verdicts
+from tamesu.runner.scheduler import Scheduler
+from tamesu.runner.setup import SuiteSetup, suite_setups
+from tamesu.runner.verdict import exit_code, final_results, run_key, verdicts
 from tamesu.secrets import Redactor
 
 if TYPE_CHECKING:
     from tamesu.config.loader import LoadedSuite
-    from tamesu.kernel.outcome import RunResult
     from tamesu.runner.spec import RunSpec
 
-__all__ = ["InvocationResult", "RunOptions", "run", "run_async"]
-
-
-@dataclass
-class RunOptions:
-    """Everything ``tamesu run`` can be asked, as keyword arguments of ``tamesu.run``."""
-
-    concurrency: int | None = None
-    """Runs in flight at once; default tamesu.yaml ``concurrency``, else 4."""
-    per_target: int | None = None
-    """Runs in flight against one target; default the concurrency."""
-    tags: Sequence[str] = ()
-    exclude_tags: Sequence[str] = ()
-    filter: str | None = None
-    repeat: int | None = None
-    timeout: float | None = None
-    """Seconds, overriding every test's timeout."""
-    seed: int | None = None
-    ray: bool = False
-    address: str | None = None
-    resume: bool | str | Path = False
-    """True: the latest run directory of the same suites; a path: that run directory."""
-    output: str | Path | None = None
-    junit: str | Path | None = None
-    json: str | Path | None = None
-    sarif: str | Path | None = None
-    """Also write the red-team findings as SARIF 2.1.0 to this path."""
-    update_golden: bool = False
-    fail_fast: bool = False
-    cache: bool | str | Path = False
-    """Replay model answers from a response cache: True for .tamesu-cache/models, or a folder."""
-    today: date | None = None
-    only: Sequence[str] | None = None
-    """Run only these run ids (after the other selection options); the pytest plugin's selection."""
-
-
-@dataclass
-class InvocationResult:
-    """One ``tamesu run``: its verdicts, every run's final result, and where they were written."""
-
-    exit_code: int
-    tests: list[TestVerdict]
-    results: list[RunResult]
-    """The final result of every run (resumed ones included)."""
-    attempts: list[RunResult] = field(default_factory=list)
-    """Every attempt this invocation made (retries included)."""
-    run_dir: Path | None = None
-    suites: list[str] = field(default_factory=list)
-    started_at: float = 0.0
-    duration: float = 0.0
-    interrupted: bool = False
-    budget_exceeded: str | None = None
-    resumed: int = 0
-    """Runs taken from the results of an earlier invocation (``--resume``)."""
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def counts(self) -> Counter[str]:
-        """Tests per verdict."""
-        return Counter(t.verdict for t in self.tests)
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0
+__all__ = ["InvocationResult", "RunOptions", "interrupt_on_signals", "run", "run_async"]
 
 
 def run(
@@ -138,8 +74,8 @@ async def run_async(
     resume_dir = _resume_dir(opts, paths)
     if resume_dir is not None and not paths:
         paths = list(ResultsStore.open(resume_dir).settings.get("suite_paths", []))
-    loaded = _load(paths or ["."], opts)
-    specs = _plan(loaded, opts)
+    loaded = load_suites(paths or ["."], opts)
+    specs = plan_runs(loaded, opts)
     setups, specs = suite_setups(loaded, specs, redactor)
     project_dir = next((s.project_dir for s in loaded if s.project_dir is not None), None)
     project = next((s.project for s in loaded if s.project is not None), None)
@@ -165,7 +101,7 @@ async def run_async(
         todo = [spec for spec in specs if run_key(spec.suite, spec.run_id) not in done]
 
         concurrency = opts.concurrency or getattr(project, "concurrency", None) or 4
-        routers = _router_factory(project, project_dir, setups, opts)
+        routers = router_factory(project, project_dir, setups, opts)
         rule = RateRule.from_settings(getattr(project, "statistics", None))
         stopper = EarlyStopper.for_plan(rule, specs)
         if stopper is not None:
@@ -232,65 +168,6 @@ def _resume_dir(opts: RunOptions, paths: list[str | Path]) -> Path | None:
     return None
 
 
-def _load(paths: Sequence[str | Path], opts: RunOptions) -> list[LoadedSuite]:
-    from tamesu.config.loader import validate_paths
-
-    report = validate_paths(paths, update_golden=opts.update_golden)
-    if report.errors:
-        raise ConfigErrors(report.errors)
-    return report.suites
-
-
-def _plan(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
-    from tamesu.runner.plan import plan
-
-    specs: list[RunSpec] = []
-    errors: list[ConfigError] = []
-    for suite in loaded:
-        try:
-            specs.extend(
-                plan(
-                    suite,
-                    tags=opts.tags,
-                    exclude_tags=opts.exclude_tags,
-                    filter=opts.filter,
-                    today=opts.today,
-                    repeat_override=opts.repeat,
-                )
-            )
-        except ConfigErrors as exc:
-            errors.extend(exc.errors)
-        except ConfigError as exc:
-            errors.append(exc)
-    if errors:
-        raise ConfigErrors(errors)
-    if opts.only is not None:
-        wanted = set(opts.only)
-        specs = [s for s in specs if s.run_id in wanted]
-    if not specs:
-        raise NoTestSelected(_nothing_selected(opts))
-    changes: dict[str, Any] = {}
-    if opts.timeout is not None:
-        changes["timeout"] = float(opts.timeout)
-    if opts.seed is not None:
-        changes["seed"] = opts.seed
-    return [s.evolve(**changes) for s in specs] if changes else specs
-
-
-def _nothing_selected(opts: RunOptions) -> str:
-    """``no test selected``, with the options that did the selecting."""
-    chosen = [
-        f"{flag} {','.join(value) if isinstance(value, (list, tuple)) else value}"
-        for flag, value in (
-            ("--tags", opts.tags),
-            ("--exclude-tags", opts.exclude_tags),
-            ("--filter", opts.filter),
-        )
-        if value
-    ]
-    return "no test selected" + (f" by {' '.join(chosen)}" if chosen else "")
-
-
 def _settings(
     loaded: Sequence[LoadedSuite],
     opts: RunOptions,
@@ -334,7 +211,6 @@ async def _schedule(
     placement: Any
     if opts.ray or opts.address:
         from tamesu.actors.placement.ray import RayPlacement
-        from tamesu.load.session import needs_speech
 
         embedded = opts.address is None
         placement = RayPlacement(
@@ -369,23 +245,6 @@ async def _schedule(
             with contextlib.suppress(Exception):
                 await placement.aclose()
             await services.aclose()
-
-
-def _router_factory(
-    project: Any, project_dir: Path | None, setups: dict[str, SuiteSetup], opts: RunOptions
-) -> Any:
-    """The model routers of this invocation: credentials and providers rendered with the secrets."""
-    from tamesu.models.setup import RouterFactory
-
-    secrets: dict[str, str] = {}
-    for setup in setups.values():
-        secrets.update(setup.secrets)
-    cache: str | None = None
-    if opts.cache:
-        base = project_dir or Path.cwd()
-        cache = str(base / ".tamesu-cache" / "models") if opts.cache is True else str(opts.cache)
-    base_dirs = [str(s.dir) for s in setups.values()] + ([str(project_dir)] if project_dir else [])
-    return RouterFactory.for_project(project, secrets=secrets, cache_dir=cache, base_dirs=base_dirs)
 
 
 _YOUNG_THRESHOLD = 7000

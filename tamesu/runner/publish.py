@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tamesu.runner.api import InvocationResult
+    from tamesu.runner.invocation import InvocationResult
 
 __all__ = ["publish"]
 

@@ -9,18 +9,72 @@ are reported (and not started); every other run goes on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tamesu.errors import SecretError, TemplateError
 
 if TYPE_CHECKING:
+    from tamesu.config import Hook
     from tamesu.config.loader import LoadedSuite
-    from tamesu.runner.scheduler import SuiteSetup
     from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor
+    from tamesu.templates import Scope
 
-__all__ = ["suite_setups"]
+__all__ = ["Budget", "SuiteSetup", "suite_setups"]
+
+
+@dataclass
+class Budget:
+    """The spend caps checked before every run; spend is added from each run's metrics.
+
+    A run whose model layer raises ``BudgetExceeded`` trips it too. Once tripped, no new run starts
+    and the invocation exits 4; runs in flight finish normally.
+    """
+
+    max_cost_usd: float | None = None
+    max_tokens: float | None = None
+    spent_usd: float = 0.0
+    spent_tokens: float = 0.0
+    tripped: str | None = None
+
+    def record(self, metrics: Mapping[str, float]) -> None:
+        """Add one run's spend (its ``llm_cost_usd`` / ``llm_tokens`` metrics, which also come back from Ray)."""
+        self.spent_usd += float(metrics.get("llm_cost_usd", 0.0) or 0.0)
+        self.spent_tokens += float(metrics.get("llm_tokens", 0.0) or 0.0)
+        if self.max_cost_usd is not None and self.spent_usd > self.max_cost_usd:
+            self.trip(
+                f"model spend ${self.spent_usd:.4f} exceeded budgets.max_cost_usd ${self.max_cost_usd:g}"
+            )
+        elif self.max_tokens is not None and self.spent_tokens > self.max_tokens:
+            self.trip(f"{self.spent_tokens:.0f} model tokens exceeded budgets.max_tokens {self.max_tokens:g}")
+
+    def trip(self, reason: str) -> None:
+        if self.tripped is None:
+            self.tripped = reason
+
+    def exceeded(self) -> str | None:
+        return self.tripped
+
+
+@dataclass
+class SuiteSetup:
+    """One suite's hooks (the project's already merged in) and the scope they render in."""
+
+    name: str
+    dir: Path
+    before_all: list[Hook] = field(default_factory=list)
+    after_all: list[Hook] = field(default_factory=list)
+    before_each: list[Hook] = field(default_factory=list)
+    after_each: list[Hook] = field(default_factory=list)
+    scope: Scope | None = None
+    """vars and secrets; each run adds its own vars and session."""
+    secrets: dict[str, str] = field(default_factory=dict)
+    """Resolved secret values by name, handed to the placement with each run (Ray workers need them)."""
+    budget: Budget | None = None
+    """The suite's caps (budgets:); any budget tripping stops the whole invocation."""
 
 
 def suite_setups(
@@ -47,7 +101,6 @@ def _setup(
     from tamesu.config import effective_budgets, effective_secrets, effective_vars
     from tamesu.config.environment import Reach
     from tamesu.runner.hooks import collect_hooks
-    from tamesu.runner.scheduler import Budget, SuiteSetup
     from tamesu.secrets import SecretStore
     from tamesu.templates import Scope
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tamesu.redteam.registry import BUILTIN_PLAYBOOKS, get_playbook
-from tamesu.runner.api import InvocationResult, run_async
+from tamesu.runner.api import run_async
+from tamesu.runner.invocation import InvocationResult
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 
 from .agents import serve_agent

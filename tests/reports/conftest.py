@@ -8,7 +8,7 @@ import pytest
 
 from tamesu.kernel.outcome import AssertionResult
 from tamesu.kernel.transcript import Transcript, Turn
-from tamesu.runner.api import InvocationResult
+from tamesu.runner.invocation import InvocationResult
 from tamesu.runner.results import ResultsStore
 from tamesu.runner.verdict import TestVerdict, exit_code
 from tamesu.secrets import Redactor

@@ -15,7 +15,8 @@ from typing import Any
 from tamesu.kernel.events import Interrupted, VoiceCall, VoiceTurn
 from tamesu.kernel.outcome import RunResult
 from tamesu.kernel.transcript import AudioSegment, Transcript, Turn
-from tamesu.runner.api import InvocationResult, run
+from tamesu.runner.api import run
+from tamesu.runner.invocation import InvocationResult
 from tamesu.runner.results import ResultsStore
 from tamesu.runner.verdict import exit_code, verdicts
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.reports.console import ConsoleReporter, final_line
-from tamesu.runner.api import InvocationResult
+from tamesu.runner.invocation import InvocationResult
 from tamesu.secrets import Redactor
 
 from .builders import SECRET

@@ -8,7 +8,7 @@ import pytest
 from tamesu.assertions import AssertionContext, evaluate
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.reports.junit import assertion_line, write_junit
-from tamesu.runner.api import InvocationResult
+from tamesu.runner.invocation import InvocationResult
 from tamesu.secrets import Redactor
 from tamesu.templates import Scope
 

@@ -11,7 +11,7 @@ import pytest
 from tamesu.reports.console import ConsoleReporter
 from tamesu.reports.json_report import invocation_dict
 from tamesu.reports.junit import junit_xml
-from tamesu.runner.api import InvocationResult
+from tamesu.runner.invocation import InvocationResult
 from tamesu.runner.rates import RateRule
 from tamesu.runner.verdict import exit_code, verdicts
 

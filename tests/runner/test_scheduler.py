@@ -14,9 +14,13 @@ from tamesu.config import Hook
 from tamesu.errors import BudgetExceeded, TargetError
 from tamesu.kernel.outcome import AssertionResult, GraphOutcome, RunResult
 from tamesu.kernel.transcript import Transcript, Turn
+from tamesu.runner import attempt as attempt_module
 from tamesu.runner import scheduler as scheduler_module
+from tamesu.runner.attempt import session_id
+from tamesu.runner.invocation import Reporter
 from tamesu.runner.results import ResultsStore
-from tamesu.runner.scheduler import Budget, Reporter, Scheduler, SuiteSetup
+from tamesu.runner.scheduler import Scheduler
+from tamesu.runner.setup import Budget, SuiteSetup
 from tamesu.runner.spec import RunSpec
 from tamesu.runner.verdict import exit_code, verdicts
 from tamesu.secrets import Redactor
@@ -248,7 +252,7 @@ class HangingPlacement:
 async def test_timeout_is_an_error_that_keeps_the_partial_transcript(
     tmp_path: Path, deaf: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scheduler_module, "_BACKSTOP", 0.05)
+    monkeypatch.setattr(attempt_module, "BACKSTOP", 0.05)
     store = ResultsStore.create(tmp_path, suites=["s"], settings={})
     placement = HangingPlacement(deaf=deaf)
     out = await schedule(placement, [make_spec(timeout=0.05)], store=store)
@@ -652,7 +656,7 @@ async def test_limits_hold_against_a_real_agent_through_the_local_placement(tmp_
 def test_session_ids_are_random_version_4_uuids() -> None:
     import uuid
 
-    ids = [scheduler_module._uuid4() for _ in range(200)]
+    ids = [session_id(make_spec(), None) for _ in range(200)]
     parsed = [uuid.UUID(i) for i in ids]
     assert all(str(p) == i for p, i in zip(parsed, ids, strict=True))
     assert {p.version for p in parsed} == {4} and {p.variant for p in parsed} == {uuid.RFC_4122}

@@ -1,0 +1,278 @@
+"""One run's attempts, the same for ``tamesu run``, ``tamesu load`` and a run submitted to a cluster.
+
+An attempt is the run's ``before_each`` hooks, its graph through the placement (local asyncio or
+Ray workers) under the run's timeout, then ``after_each``; its result is redacted, counted against
+the budgets and handed to the caller to make durable. A retryable infrastructure error is tried
+again up to the run's ``retries`` (never a failed assertion, never once the budget is spent or the
+caller is stopping). The scheduler and the load driver differ only in when runs start and how
+results are written; everything an attempt does is here, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tamesu.clock import within
+from tamesu.durations import format_duration
+from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
+from tamesu.runner.hooks import hook_env, run_hooks
+from tamesu.runner.results import redact_result
+from tamesu.runner.setup import Budget
+from tamesu.runner.verdict import result_of
+
+if TYPE_CHECKING:
+    import httpx
+
+    from tamesu.actors.placement import Placement
+    from tamesu.kernel.outcome import AssertionResult, RunResult
+    from tamesu.kernel.transcript import Transcript
+    from tamesu.runner.setup import SuiteSetup
+    from tamesu.runner.spec import RunSpec
+    from tamesu.secrets import Redactor
+
+__all__ = ["BACKSTOP", "AttemptSink", "Attempts", "hook_kwargs", "session_id"]
+
+BACKSTOP = 15.0
+"""Seconds past a run's timeout after which a placement that has not answered is given up on."""
+_IDS = random.Random()
+"""Session ids: random version-4 uuids from a generator of our own (seeded from the OS, untouched
+by suites that seed ``random``), without a system call per run."""
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_IDS.seed)
+_V4 = (0x4000 << 64) | (0x8000 << 48)
+"""The version (4) and variant (RFC 4122) bits of a random uuid."""
+_NOT_V4 = ~((0xF000 << 64) | (0xC000 << 48))
+
+
+def _uuid4() -> str:
+    """A random version-4 uuid in the form ``str(uuid.uuid4())`` has, drawn from ``_IDS``, without
+    building a ``UUID`` object."""
+    digits = f"{_IDS.getrandbits(128) & _NOT_V4 | _V4:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+def session_id(spec: RunSpec, setup: SuiteSetup | None) -> str:
+    """The run's session id, made before the hooks so that they see it as $TAMESU_SESSION: the
+    target's ``session.id`` template when it has one, else a fresh uuid. The graph reads it from
+    ``spec.extra["session"]``."""
+    template = getattr(getattr(spec.target, "session", None), "id", None)
+    if template:
+        from tamesu.templates import Scope, render_text
+
+        scope = Scope({"vars": spec.vars}, parent=setup.scope if setup is not None else None)
+        with contextlib.suppress(Exception):
+            return render_text(template, scope)
+    return _uuid4()
+
+
+def hook_kwargs(
+    setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str], *, http: Any, redactor: Redactor | None
+) -> dict[str, Any]:
+    """The keyword arguments of ``run_hooks`` for a suite's hooks (a run's vars and session when given)."""
+    from tamesu.secrets import Redactor
+    from tamesu.templates import Scope
+
+    scope = setup.scope or Scope()
+    if spec is not None:
+        scope = Scope({"vars": spec.vars, "session": env.get("TAMESU_SESSION", "")}, parent=scope)
+    return {
+        "scope": scope,
+        "env": env,
+        "suite_dir": setup.dir,
+        "http": http,
+        "redactor": redactor or Redactor(),
+    }
+
+
+class AttemptSink(Protocol):
+    """Hears a run's attempts: each one's start (not a run's that never starts: its ``before_all``
+    failed), then its redacted result to make durable."""
+
+    def started(self, spec: RunSpec, attempt: int) -> None: ...
+
+    async def finished(self, result: RunResult, transcript: Transcript | None) -> None:
+        """Make the attempt durable; ``result.final`` is False when it will be tried again."""
+        ...
+
+
+@dataclass
+class _Answer:
+    transcript: Transcript | None
+    results: list[AssertionResult]
+    error: str | None = None
+    kind: str | None = None
+    retryable: bool = False
+
+
+class Attempts:
+    """Runs the attempts of runs through one placement, with the suites' hooks and budgets."""
+
+    def __init__(
+        self,
+        placement: Placement,
+        *,
+        setups: Mapping[str, SuiteSetup] | None = None,
+        budget: Budget | None = None,
+        redactor: Redactor | None = None,
+        http: httpx.AsyncClient | None = None,
+        note: Callable[[str], None] | None = None,
+    ) -> None:
+        self.placement = placement
+        self.setups = dict(setups or {})
+        """SuiteSetup by suite path (``RunSpec.suite_path``)."""
+        self.budget = budget or Budget()
+        """The invocation's caps; each suite's own (``SuiteSetup.budget``) count too."""
+        self.redactor = redactor
+        self.http = http
+        self.note = note or (lambda text: None)
+        """Where a failed ``after_each`` hook is told (it fails no run)."""
+
+    def over_budget(self) -> str | None:
+        """Why no new run or retry may start, if a budget (the invocation's or a suite's) was exceeded."""
+        for budget in (self.budget, *(s.budget for s in self.setups.values())):
+            if budget is not None and budget.exceeded():
+                return budget.exceeded()
+        return None
+
+    async def run(
+        self,
+        spec: RunSpec,
+        sink: AttemptSink,
+        *,
+        stopping: Callable[[], bool] = lambda: False,
+        setup_error: str | None = None,
+    ) -> RunResult:
+        """Every attempt of ``spec`` until one is final; returns the final one. ``setup_error`` (a
+        failed ``before_all``) makes the run an error without starting it. ``ClusterLost`` (the Ray
+        cluster is gone) is raised: no attempt of any run can go on."""
+        attempt = 1
+        while True:
+            transcript = None
+            if setup_error is not None:
+                message = f"before_all hook failed: {setup_error}"
+                result, retryable = self.error_result(spec, message, "hook", attempt), False
+            else:
+                sink.started(spec, attempt)
+                result, retryable, transcript = await self.attempt(spec, attempt)
+            will_retry = retryable and attempt <= spec.retries and not stopping() and not self.over_budget()
+            result.final = not will_retry
+            result = redact_result(result, self.redactor)
+            await sink.finished(result, transcript)
+            if not will_retry:
+                return result
+            attempt += 1
+
+    async def attempt(self, spec: RunSpec, attempt: int) -> tuple[RunResult, bool, Transcript | None]:
+        """One attempt: before_each, the graph under the timeout, after_each.
+
+        The flag says whether the attempt ended in a retryable infrastructure error (quarantined
+        runs included: a flaky network is retried before a quarantined test is excused).
+        """
+        setup = self.setups.get(spec.suite_path)
+        session = session_id(spec, setup)
+        spec = spec.with_extra(session=session, attempt=attempt)
+        wall = time.time()
+        started = time.monotonic()
+        env: dict[str, str] = {}
+        if setup is not None and (setup.before_each or setup.after_each):
+            env = hook_env(suite=spec.suite, test=spec.test_id, session=session, run_id=spec.run_id)
+        if setup is not None and setup.before_each:
+            hooked = await run_hooks(setup.before_each, **self.hook_args(setup, spec, env))
+            if not hooked.ok:
+                message = f"before_each hook failed: {hooked.hook}: {hooked.message}"
+                result = self.error_result(spec, message, "hook", attempt)
+                result.started_at, result.duration = wall, time.monotonic() - started
+                return result, True, None
+        answer = await self._call_graph(spec, setup.secrets if setup is not None else None)
+        if setup is not None and setup.after_each:
+            hooked = await run_hooks(setup.after_each, **self.hook_args(setup, spec, env))
+            if not hooked.ok:
+                self.note(f"{spec.run_id}: after_each hook failed: {hooked.hook}: {hooked.message}")
+        result, retryable = self._result(spec, answer, attempt, wall, time.monotonic() - started)
+        return result, retryable, answer.transcript
+
+    def hook_args(self, setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str]) -> dict[str, Any]:
+        return hook_kwargs(setup, spec, env, http=self.http, redactor=self.redactor)
+
+    def error_result(self, spec: RunSpec, message: str, kind: str, attempt: int = 1) -> RunResult:
+        """An attempt that never ran its graph (a hook failed, the run cannot run here)."""
+        return result_of(spec, error=message, error_kind=kind, attempt=attempt, started_at=time.time())
+
+    async def _call_graph(self, spec: RunSpec, secrets: Mapping[str, str] | None) -> _Answer:
+        """The graph enforces the timeout itself (also on Ray) and keeps the partial transcript; the
+        limit here, a little later, only catches a placement that does not come back (none for one
+        that ``bounds_itself``, like the local placement)."""
+        partial: list[Any] = []
+        try:
+            running = self.placement.run(spec, secrets=secrets, timeout=spec.timeout, sink=partial.append)
+            if getattr(self.placement, "bounds_itself", False):
+                outcome = await running
+            else:
+                outcome = await within(running, spec.timeout + BACKSTOP)
+        except asyncio.TimeoutError:
+            transcript = getattr(partial[-1], "transcript", None) if partial else None
+            return _Answer(transcript, [], _timeout_text(spec), "timeout", True)
+        except BudgetExceeded as exc:
+            return _Answer(None, [], str(exc), "budget", False)
+        except ClusterLost:
+            raise  # no run can go on: the caller stops, and --resume redoes what did not finish
+        except Exception as exc:
+            retryable = bool(getattr(exc, "retryable", True))
+            kind = getattr(exc, "kind", None) or "internal"
+            text = str(exc) if isinstance(exc, TamesuError) else f"{type(exc).__name__}: {exc}"
+            return _Answer(None, [], text, kind, retryable)
+        error: Any = outcome.error
+        kind = outcome.error_kind
+        if isinstance(error, BaseException):
+            kind = kind or (
+                "budget" if isinstance(error, BudgetExceeded) else getattr(error, "kind", "agent")
+            )
+            retryable = bool(getattr(error, "retryable", True))
+            error = str(error) or type(error).__name__
+        else:
+            retryable = outcome.retryable
+        if error is not None and kind == "timeout":
+            error = _timeout_text(spec)
+        return _Answer(
+            outcome.transcript,
+            list(outcome.results or []),
+            error,
+            kind if error is not None else None,
+            retryable and error is not None,
+        )
+
+    def _result(
+        self, spec: RunSpec, answer: _Answer, attempt: int, wall: float, duration: float
+    ) -> tuple[RunResult, bool]:
+        error, kind, retryable = answer.error, answer.kind, answer.retryable
+        if kind == "budget":
+            self.budget.trip(error or "budget exceeded")
+            retryable = False
+        elif error is None and any(r.error for r in answer.results):
+            retryable, kind = True, "assertion"
+        result = result_of(
+            spec,
+            results=answer.results,
+            error=error,
+            error_kind=kind,
+            attempt=attempt,
+            started_at=wall,
+            duration=duration,
+            transcript=answer.transcript,
+        )
+        self.budget.record(result.metrics)
+        setup = self.setups.get(spec.suite_path)
+        if setup is not None and setup.budget is not None:
+            setup.budget.record(result.metrics)
+        return result, retryable
+
+
+def _timeout_text(spec: RunSpec) -> str:
+    return f"timed out after {format_duration(spec.timeout)}"

@@ -1,0 +1,103 @@
+"""One invocation of ``tamesu run``: what it is asked (``RunOptions``), the progress it shows
+(``Reporter``) and what it gives back (``InvocationResult``).
+
+Reports read these; the scheduler calls the reporter. Neither needs the other's module.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.runner.spec import RunSpec
+    from tamesu.runner.verdict import TestVerdict
+
+__all__ = ["InvocationResult", "Reporter", "RunOptions"]
+
+
+@dataclass
+class RunOptions:
+    """Everything ``tamesu run`` can be asked, as keyword arguments of ``tamesu.run``."""
+
+    concurrency: int | None = None
+    """Runs in flight at once; default tamesu.yaml ``concurrency``, else 4."""
+    per_target: int | None = None
+    """Runs in flight against one target; default the concurrency."""
+    tags: Sequence[str] = ()
+    exclude_tags: Sequence[str] = ()
+    filter: str | None = None
+    repeat: int | None = None
+    timeout: float | None = None
+    """Seconds, overriding every test's timeout."""
+    seed: int | None = None
+    ray: bool = False
+    address: str | None = None
+    resume: bool | str | Path = False
+    """True: the latest run directory of the same suites; a path: that run directory."""
+    output: str | Path | None = None
+    junit: str | Path | None = None
+    json: str | Path | None = None
+    sarif: str | Path | None = None
+    """Also write the red-team findings as SARIF 2.1.0 to this path."""
+    update_golden: bool = False
+    fail_fast: bool = False
+    cache: bool | str | Path = False
+    """Replay model answers from a response cache: True for .tamesu-cache/models, or a folder."""
+    today: date | None = None
+    only: Sequence[str] | None = None
+    """Run only these run ids (after the other selection options); the pytest plugin's selection."""
+
+
+@dataclass
+class InvocationResult:
+    """One ``tamesu run``: its verdicts, every run's final result, and where they were written."""
+
+    exit_code: int
+    tests: list[TestVerdict]
+    results: list[RunResult]
+    """The final result of every run (resumed ones included)."""
+    attempts: list[RunResult] = field(default_factory=list)
+    """Every attempt this invocation made (retries included)."""
+    run_dir: Path | None = None
+    suites: list[str] = field(default_factory=list)
+    started_at: float = 0.0
+    duration: float = 0.0
+    interrupted: bool = False
+    budget_exceeded: str | None = None
+    resumed: int = 0
+    """Runs taken from the results of an earlier invocation (``--resume``)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> Counter[str]:
+        """Tests per verdict."""
+        return Counter(t.verdict for t in self.tests)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class Reporter:
+    """Progress events; subclasses override what they show. Every method must be cheap."""
+
+    def started(self, total: int) -> None:
+        """The scheduler is about to start ``total`` runs."""
+
+    def run_started(self, spec: RunSpec) -> None:
+        """An attempt of ``spec`` begins."""
+
+    def run_finished(self, result: RunResult) -> None:
+        """An attempt ended; ``result.final`` is False when it will be retried."""
+
+    def run_skipped(self, spec: RunSpec) -> None:
+        """A planned run was not started: its test's verdict was already decided (early stop)."""
+
+    def note(self, text: str) -> None:
+        """Something worth a line in a log: a teardown hook failed, the budget stopped the run."""
