@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     import httpx
 
     from tamesu.clock import Clock
+    from tamesu.config.load_profile import LoadProfile
     from tamesu.kernel.transcript import Transcript
-    from tamesu.load.profile import LoadProfile
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.setup import SuiteSetup
     from tamesu.runner.spec import RunSpec

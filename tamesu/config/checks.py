@@ -301,7 +301,7 @@ def _check_files(ctx: _Ctx, data: dict[str, Any], *, update_golden: bool) -> set
 
 def _case_vars(ctx: _Ctx, data: dict[str, Any], files_ok: set[KeyPath]) -> dict[int, set[str]]:
     """Per test index, the vars its cases define (inline and cases_file columns or keys)."""
-    from tamesu.runner.expand import read_cases_file
+    from tamesu.config.expand import read_cases_file
 
     out: dict[int, set[str]] = {}
     for i, test in _tests(data):
@@ -328,7 +328,7 @@ def _check_unique_names(
 ) -> None:
     """Test names must stay unique once every case and language has become a test of its own
     (and their ``{{vars.x}}`` rendered)."""
-    from tamesu.runner.expand import expanded_ids
+    from tamesu.config.expand import expanded_ids
 
     first: dict[str, int] = {}
     for i, test in _tests(data):

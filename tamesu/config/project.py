@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 
 from tamesu.config.assertion import Assertion
 from tamesu.config.common import ConfigModel, Duration, F, Hook, PositiveInt, StrMap
+from tamesu.config.load_profile import LoadProfile
 from tamesu.config.reporting import History, Statistics, Telemetry
-from tamesu.load.profile import LoadProfile
 
 if TYPE_CHECKING:
     from tamesu.config.suite import Suite, Test

@@ -17,7 +17,7 @@ from tamesu.load.stats import SERIES, CallSample, window_rows
 from tamesu.metrics import percentile, resolve_metric
 
 if TYPE_CHECKING:
-    from tamesu.load.profile import LoadProfile
+    from tamesu.config.load_profile import LoadProfile
 
 __all__ = ["GateResult", "Gates", "evaluate_gates", "gates_for", "series_stat"]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tamesu.load.profile import LoadProfile
+    from tamesu.config.load_profile import LoadProfile
 
 __all__ = ["ArrivalSchedule", "level_at", "target_in_flight"]
 

@@ -13,12 +13,12 @@ from datetime import date
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tamesu.config.expand import expand_test
 from tamesu.durations import parse_duration
 from tamesu.errors import ConfigError, UsageError
 from tamesu.limits import Limits
 from tamesu.packs import expand_packs
 from tamesu.remote_agents import served
-from tamesu.runner.expand import expand_test
 from tamesu.runner.spec import NamedAssertion, RunSpec
 
 if TYPE_CHECKING:

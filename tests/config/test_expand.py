@@ -6,12 +6,12 @@ from typing import Any
 import pytest
 
 from tamesu.config import Test
+from tamesu.config.expand import expand_test, expanded_id, read_cases_file
 from tamesu.errors import ConfigError
-from tamesu.runner.expand import expand_test, expanded_id, read_cases_file
 
 pytestmark = pytest.mark.unit
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "runner" / "fixtures"
 
 
 def make_test(**keys: Any) -> Test:
