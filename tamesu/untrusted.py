@@ -4,17 +4,18 @@ An agent can answer anything. A JSON escape of a lone surrogate (``"\\ud800"``) 
 Python string no UTF-8 encoder accepts, so one such reply would stop every write of the run;
 escape sequences (clear screen, window titles, OSC 8 links, hidden text, BEL) would drive the
 terminal of whoever reads the results. Such characters are kept as visible escapes (``\\ud800``,
-``\\x1b``) instead: nothing is lost, nothing fails, nothing acts.
+``\\x1b``) instead: nothing is lost, nothing fails, nothing acts. ``paint`` and ``table`` print
+such text in colour and in columns, adding no codes but their own.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["json_bytes", "loads_json", "printable", "storable", "storable_text", "xml_text"]
+__all__ = ["json_bytes", "loads_json", "paint", "printable", "storable", "storable_text", "table", "xml_text"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_IN_JSON = re.compile(r"\\u[dD][89a-fA-F]")
@@ -25,6 +26,7 @@ _TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2
 the bidirectional overrides that reorder what is shown, and lone surrogates."""
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 """Characters XML 1.0 cannot hold, even as character references."""
+_CODES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "bold": "1", "dim": "2"}
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -85,3 +87,26 @@ def printable(text: str) -> str:
 def xml_text(text: str) -> str:
     """Text XML 1.0 can hold: the characters it cannot are written as visible escapes."""
     return _XML_INVALID.sub(_escape, text)
+
+
+def paint(text: str, style: str, on: bool) -> str:
+    """ANSI styling without a dependency; the text itself is made ``printable`` first, so only
+    these codes reach the terminal."""
+    text = printable(text)
+    if not on or style not in _CODES:
+        return text
+    return f"\033[{_CODES[style]}m{text}\033[0m"
+
+
+def table(rows: Sequence[Sequence[str]], *, header: Sequence[str] | None = None, color: bool = False) -> str:
+    """Plain aligned columns; the header is bold when colour is on."""
+    all_rows = [[*header]] if header else []
+    all_rows += [[printable(cell) for cell in r] for r in rows]
+    if not all_rows:
+        return ""
+    widths = [max(len(r[i]) for r in all_rows if i < len(r)) for i in range(max(map(len, all_rows)))]
+    lines = []
+    for n, r in enumerate(all_rows):
+        line = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip()
+        lines.append(paint(line, "bold", color) if header and n == 0 else line)
+    return "\n".join(lines)

@@ -7,10 +7,9 @@ import msgspec
 import pytest
 
 from tamesu.actors.target_actor import storable_message
-from tamesu.commands import paint, table
 from tamesu.kernel.messages import RawResponse, ToolCall
 from tamesu.kernel.transcript import Transcript, Turn
-from tamesu.untrusted import json_bytes, loads_json, printable, storable, xml_text
+from tamesu.untrusted import json_bytes, loads_json, paint, printable, storable, table, xml_text
 
 pytestmark = pytest.mark.unit
 

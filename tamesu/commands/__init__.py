@@ -1,4 +1,5 @@
-"""The CLI commands, one module each (``add_arguments(parser)`` and ``run(args) -> int``).
+"""The CLI commands, one module each (``add_arguments(parser)`` and ``run(args) -> int``), and
+``job``, what a job submitted to a Ray cluster runs there.
 
 This package stays light on purpose: ``tamesu --help`` and ``tamesu validate`` import it, so only
 the standard library is imported here, and each command imports what it needs inside ``run``.
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from tamesu.untrusted import printable
+from tamesu.untrusted import paint, printable
 
 __all__ = [
     "COMMANDS",
@@ -27,12 +28,10 @@ __all__ = [
     "add_selection_arguments",
     "fraction",
     "integer",
-    "paint",
     "positive_int",
     "positive_number",
     "print_config_errors",
     "split_list",
-    "table",
     "use_color",
 ]
 
@@ -57,8 +56,6 @@ COMMANDS: dict[str, str] = {
 }
 """Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
 
-_CODES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "bold": "1", "dim": "2"}
-
 
 def use_color(choice: str | None, stream: TextIO | None = None) -> bool:
     """``--color``: always and never win; auto means a terminal and no NO_COLOR."""
@@ -70,15 +67,6 @@ def use_color(choice: str | None, stream: TextIO | None = None) -> bool:
         return False
     stream = stream or sys.stdout
     return bool(getattr(stream, "isatty", lambda: False)())
-
-
-def paint(text: str, style: str, on: bool) -> str:
-    """ANSI styling without a dependency; the text itself is made ``printable`` first, so only
-    these codes reach the terminal."""
-    text = printable(text)
-    if not on or style not in _CODES:
-        return text
-    return f"\033[{_CODES[style]}m{text}\033[0m"
 
 
 def split_list(values: Iterable[str] | None) -> list[str]:
@@ -158,17 +146,3 @@ def print_config_errors(errors: Sequence[object], *, color: bool, stream: TextIO
             if color
             else f"{printable(str(e))}\n"
         )
-
-
-def table(rows: Sequence[Sequence[str]], *, header: Sequence[str] | None = None, color: bool = False) -> str:
-    """Plain aligned columns; the header is bold when colour is on."""
-    all_rows = [[*header]] if header else []
-    all_rows += [[printable(cell) for cell in r] for r in rows]
-    if not all_rows:
-        return ""
-    widths = [max(len(r[i]) for r in all_rows if i < len(r)) for i in range(max(map(len, all_rows)))]
-    lines = []
-    for n, r in enumerate(all_rows):
-        line = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip()
-        lines.append(paint(line, "bold", color) if header and n == 0 else line)
-    return "\n".join(lines)

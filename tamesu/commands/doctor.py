@@ -13,7 +13,8 @@ import shutil
 import sys
 from dataclasses import asdict, dataclass
 
-from tamesu.commands import EXIT_OK, paint, table
+from tamesu.commands import EXIT_OK
+from tamesu.untrusted import paint, table
 
 __all__ = ["Check", "add_arguments", "checks", "extras", "run"]
 

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tamesu.commands import EXIT_CONFIG, EXIT_OK, positive_int, split_list, table
+from tamesu.commands import EXIT_CONFIG, EXIT_OK, positive_int, split_list
+from tamesu.untrusted import table
 
 if TYPE_CHECKING:
     from tamesu.history import HistoryDB, Invocation

@@ -7,15 +7,8 @@ import json
 import sys
 from typing import Any
 
-from tamesu.commands import (
-    EXIT_CONFIG,
-    EXIT_OK,
-    add_selection_arguments,
-    paint,
-    print_config_errors,
-    split_list,
-    table,
-)
+from tamesu.commands import EXIT_CONFIG, EXIT_OK, add_selection_arguments, print_config_errors, split_list
+from tamesu.untrusted import paint, table
 
 __all__ = ["add_arguments", "run"]
 

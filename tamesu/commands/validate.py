@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tamesu.commands import EXIT_CONFIG, EXIT_OK, paint, print_config_errors
+from tamesu.commands import EXIT_CONFIG, EXIT_OK, print_config_errors
+from tamesu.untrusted import paint
 
 if TYPE_CHECKING:
     from tamesu.errors import ConfigError

@@ -2,7 +2,7 @@
 
 ``RayJobs`` is the one wrapper around Ray's job submission SDK (the dashboard's HTTP API, usually
 ``http://HEAD:8265``); the suite folder travels as the job's ``working_dir``. On the cluster the job
-runs ``python -m tamesu.load.jobs run|load ...``: the usual command against the cluster
+runs ``python -m tamesu.commands.job run|load ...``: the usual command against the cluster
 (``--address auto``), writing into a fresh directory, which is then packed (tar.gz) and printed to
 the job's log between ``[tamesu-artifact]`` markers, followed by ``[tamesu-exit] CODE``. The log is
 the one channel every cluster has, so fetching needs no shared storage; ``unpack_artifacts`` turns
@@ -16,9 +16,7 @@ import hashlib
 import io
 import os
 import shlex
-import sys
 import tarfile
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -29,16 +27,19 @@ from typing import Any, TextIO
 __all__ = [
     "ARTIFACT",
     "EXIT",
+    "JOB_MODULE",
     "JobRow",
     "RayJobs",
     "auth_headers",
     "exit_code_of",
-    "job_main",
+    "join_cluster",
     "pack_artifact",
     "unpack_artifacts",
     "visible",
 ]
 
+JOB_MODULE = "tamesu.commands.job"
+"""What a job runs on the cluster (``python -m``): the command, then its packed results."""
 ARTIFACT = "[tamesu-artifact]"
 EXIT = "[tamesu-exit]"
 _CHUNK = 12_000
@@ -126,7 +127,7 @@ class RayJobs:
         num_cpus: float | None = None,
     ) -> str:
         """Start ``tamesu KIND ARGS`` on the cluster with ``working_dir`` uploaded; returns the job id."""
-        entrypoint = shlex.join([python, "-m", "tamesu.load.jobs", kind, *args])
+        entrypoint = shlex.join([python, "-m", JOB_MODULE, kind, *args])
         job_id = submission_id or f"tamesu-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         runtime_env: dict[str, Any] = {
             "working_dir": str(working_dir),
@@ -284,28 +285,7 @@ def _extract(data: bytes, dest: Path) -> list[Path]:
     return sorted(tops)
 
 
-_REPORTS = ("--junit", "--json")
-
-
-def _into(argv: Sequence[str], runs: Path) -> list[str]:
-    """Report files named with a relative path are written among the runs, so they come back too."""
-    out: list[str] = []
-    take = False
-    for arg in argv:
-        if take:
-            out.append(arg if Path(arg).is_absolute() else str(runs / arg))
-            take = False
-            continue
-        name, eq, value = arg.partition("=")
-        if name in _REPORTS and eq:
-            out.append(f"{name}={value if Path(value).is_absolute() else runs / value}")
-        else:
-            out.append(arg)
-            take = arg in _REPORTS
-    return out
-
-
-def _join_cluster() -> None:
+def join_cluster() -> None:
     """Connect this job's driver to the cluster now, so the run's placement leaves the connection
     open: Ray deletes a job's working_dir (this process's cwd) once its driver disconnects."""
     import logging
@@ -314,29 +294,3 @@ def _join_cluster() -> None:
 
     if not ray.is_initialized():
         ray.init(address="auto", logging_level=logging.WARNING, log_to_driver=False)
-
-
-def job_main(argv: Sequence[str], *, stream: TextIO | None = None) -> int:
-    """Inside the job: ``tamesu KIND ARGS --address auto`` into a fresh directory, then its artifact."""
-    from tamesu.cli import main
-
-    out = stream or sys.stdout
-    if not argv or argv[0] not in ("run", "load"):
-        out.write("usage: python -m tamesu.load.jobs run|load [OPTIONS]\n")
-        return 2
-    runs = Path(tempfile.mkdtemp(prefix="tamesu-job-"))
-    args = [*_into(argv, runs), "--output", str(runs)]
-    if "--address" not in args and "--ray" not in args:
-        args += ["--address", "auto"]
-    _join_cluster()
-    code = main(args)
-    out.flush()
-    if any(runs.iterdir()):
-        pack_artifact(runs, out)
-    out.write(f"{EXIT} {code}\n")
-    out.flush()
-    return code
-
-
-if __name__ == "__main__":  # pragma: no cover - the job's entrypoint
-    sys.exit(job_main(sys.argv[1:]))

@@ -163,7 +163,7 @@ def render_load_report(
     redactor: Redactor | None = None,
 ) -> None:
     """The report for a person: totals, percentiles, the windows, per test, then the gates."""
-    from tamesu.commands import paint, table
+    from tamesu.untrusted import paint, table
 
     out = stream or sys.stdout
 

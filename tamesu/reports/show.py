@@ -11,9 +11,8 @@ import json
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from tamesu.commands import paint
 from tamesu.reports.junit import assertion_line
-from tamesu.untrusted import printable
+from tamesu.untrusted import paint, printable
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult

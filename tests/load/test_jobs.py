@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tamesu.commands.job import report_paths_into
 from tamesu.load.jobs import (
     ARTIFACT,
     EXIT,
-    _into,
     auth_headers,
     exit_code_of,
     pack_artifact,
@@ -82,7 +82,7 @@ def test_no_exit_line_means_the_job_never_finished_its_run() -> None:
 
 def test_relative_report_paths_are_written_among_the_runs(tmp_path: Path) -> None:
     argv = ["suites/", "--junit", "out.xml", "--json=report.json", "--tags", "x", "--junit", "/abs/j.xml"]
-    assert _into(argv, tmp_path) == [
+    assert report_paths_into(argv, tmp_path) == [
         "suites/",
         "--junit",
         str(tmp_path / "out.xml"),
