@@ -34,14 +34,14 @@ from tamesu.kernel.outcome import AssertionResult, GraphOutcome
 from tamesu.kernel.transcript import Transcript
 from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
-from tamesu.simulator import make_simulator
+from tamesu.simulator import UserSimulator, make_simulator
 from tamesu.targets.faults import AgentFaults
 from tamesu.templates import Scope, render_text
 from tamesu.untrusted import json_bytes
 
 from .base import Actor, drive, error_message, roundtrip
 from .recorder import Recorder
-from .simulator_actor import SimulatorActor, UserSimulator
+from .simulator_actor import SimulatorActor
 from .target_actor import TargetActor
 
 if TYPE_CHECKING:

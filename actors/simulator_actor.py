@@ -8,26 +8,21 @@ simulator has nothing more to say.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from tamesu.kernel.messages import AgentTurn, Message, SessionEnd, UserTurn
+from tamesu.kernel.messages import AgentTurn, Message, SessionEnd
 
 from .base import Actor
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock
     from tamesu.kernel.transcript import Transcript
+    from tamesu.simulator import UserSimulator
     from tamesu.targets.base import TargetAdapter
 
-__all__ = ["SimulatorActor", "UserSimulator"]
-
-
-class UserSimulator(Protocol):
-    """What the actor needs of a simulated user (``tamesu.simulator.UserSimulator`` is one)."""
-
-    async def next_turn(self, transcript: Transcript) -> UserTurn | None: ...
+__all__ = ["SimulatorActor"]
 
 
 class SimulatorActor(Actor):
@@ -88,7 +83,7 @@ class SimulatorActor(Actor):
     async def _next(self) -> None:
         turn = await self.simulator.next_turn(self.transcript())
         if turn is None:
-            await self._end(getattr(self.simulator, "end_reason", None) or "done")
+            await self._end(self.simulator.end_reason or "done")
             return
         self.sent += 1
         await self.send(msgspec.structs.replace(turn, at=self.clock.now()))

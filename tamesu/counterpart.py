@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tamesu.kernel.messages import AgentTurn, UserTurn
-from tamesu.simulator import DEFAULT_MAX_TURNS
+from tamesu.scripted_user import DEFAULT_MAX_TURNS
 from tamesu.templates import Scope, render_text
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from tamesu.errors import ConfigError, ModelError
 from tamesu.kernel.messages import FileRef, UserTurn
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner.plan import plan
-from tamesu.simulator import ScriptedUser, UserSimulator, fuzzy_contains, make_simulator
+from tamesu.scripted_user import ScriptedUser, fuzzy_contains
+from tamesu.simulator import UserSimulator, make_simulator
 from tamesu.templates import Scope
 
 pytestmark = pytest.mark.unit

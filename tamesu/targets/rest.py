@@ -159,11 +159,15 @@ class RestAdapter(TargetAdapter):
 
         return sse_turn(self, user, scope)
 
-    def turn_call(self, scope: Scope) -> HttpCall:
-        """The rendered request of one turn: url, method, headers, ``request.body``."""
-        body = (
+    def request_body(self) -> Any:
+        """What a turn sends, before rendering: ``request.body``, else ``DEFAULT_BODY``."""
+        return (
             self.request.body if self.request is not None and self.request.body is not None else DEFAULT_BODY
         )
+
+    def turn_call(self, scope: Scope) -> HttpCall:
+        """The rendered request of one turn: url, method, headers, ``request.body``."""
+        body = self.request_body()
         if not self.config.url:
             raise TargetError("a rest target needs url", retryable=False)
         return render_call(

@@ -256,7 +256,7 @@ class WsSession:
                 raise TargetError(
                     f"the agent closed the websocket ({self.closed.describe()}) before this turn"
                 )
-            body = t.request.body if t.request is not None and t.request.body is not None else _default_body()
+            body = t.request_body()
             builder.sent_at = clock.now()
             await self.send(render(body, scope))
         idle = parse_duration(t.response.idle) if t.response is not None and t.response.idle else DEFAULT_IDLE
@@ -303,9 +303,3 @@ def _awaits(path: str | None) -> Callable[[Any], bool]:
     if not path:
         return lambda msg: True
     return lambda msg: truthy(find_in_message(path, msg))
-
-
-def _default_body() -> Any:
-    from tamesu.targets.rest import DEFAULT_BODY
-
-    return DEFAULT_BODY
