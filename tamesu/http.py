@@ -6,7 +6,7 @@ never retries by itself: reaching the agent is retried by ``tamesu.targets.conne
 ``connect:`` says, so every attempt is visible and counted.
 
 A plain request whose whole answer is read at once (a JSON turn) may skip httpx and aiohttp:
-``fast_lane(client)`` hands out lean HTTP/1.1 connections (``tamesu.http1``) that send the
+``fast_lane(client)`` hands out lean HTTP/1.1 connections (``tamesu.http_lane``) that send the
 client's headers with its TLS settings and limits and raise the same httpx exceptions. It is
 offered only while nothing httpx-specific is in play (no auth, hooks, cookies, mounts, proxy).
 """
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from tamesu.http1 import Answer
+    from tamesu.http_lane import Answer
     from tamesu.limits import Limits
 
 __all__ = [
@@ -141,11 +141,11 @@ def charset_of(content_type: str | None) -> str:
 
 
 class FastLane:
-    """Sends plain requests on kept-alive HTTP/1.1 connections of its own (``tamesu.http1``)
+    """Sends plain requests on kept-alive HTTP/1.1 connections of its own (``tamesu.http_lane``)
     with the headers, TLS settings and limits of the httpx client it stands for."""
 
     def __init__(self, client: httpx.AsyncClient, transport: Any) -> None:
-        from tamesu.http1 import Pool
+        from tamesu.http_lane import Pool
 
         self.client = client
         self.transport = transport

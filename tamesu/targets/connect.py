@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tamesu.config.common import RESTOpen
     from tamesu.config.targets.base import ConnectConfig
     from tamesu.http import FastLane
-    from tamesu.http1 import Answer
+    from tamesu.http_lane import Answer
     from tamesu.limits import Limits
     from tamesu.targets.base import TargetContext
 

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from tamesu.http import is_connect_error, make_client
-from tamesu.http1 import Pool
+from tamesu.http_lane import Pool
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""HTTP/1.1 exchanges whose whole answer is read at once: the fast lane of a plain JSON turn.
+"""The fast lane: plain JSON turns over kept-alive HTTP/1.1, each answer read whole at once.
 
 A turn of a REST agent is one request and one whole answer, thousands of times a run. aiohttp's
 ``ClientSession.request`` spends about 0.19 ms of CPU on each (URL and header objects, a task to
