@@ -48,7 +48,9 @@ def phone(tmp_path_factory: pytest.TempPathFactory) -> RunDirectory:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(shop: RunDirectory) -> Iterator[Any]:
+    """Chromium, started after the shop run exists: the sync API runs an event loop of its own, in
+    which ``tamesu.run`` (``asyncio.run``) cannot start (pytest may set fixtures up in any order)."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
     if not Path(CHROMIUM).exists():
         pytest.skip("Chromium is not installed (apt-get install chromium)")

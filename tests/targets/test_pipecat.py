@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from tamesu.errors import TargetError
-from tamesu.kernel.messages import AgentPartial, RawResponse, ToolCall, ToolResult
+from tamesu.kernel.events import VoiceTurn
+from tamesu.kernel.messages import AgentPartial, Event, RawResponse, ToolCall, ToolResult
 from tamesu.targets.pipecat_wire import (
     WireFrame,
     audio_frame,
@@ -437,8 +438,8 @@ async def test_audio_mode_speaks_to_the_bots_vad_and_stt_and_hears_its_tts(harne
         )  # our STT of its Piper voice
     agent = [a for a in turn.audio if a.channel == "agent"]
     assert agent and turn.first_audio_at is not None and turn.first_audio_at > turn.sent_at
-    voice_turn = next(m for m in out if getattr(m, "name", None) == "voice_turn")
-    assert voice_turn.data["text_source"] == source
+    voice_turn = next(m.event for m in out if isinstance(m, Event) and isinstance(m.event, VoiceTurn))
+    assert voice_turn.text_source == source
 
 
 @pytest.mark.unit

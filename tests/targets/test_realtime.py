@@ -18,7 +18,8 @@ import pytest
 
 from tamesu.audio.codec import decode
 from tamesu.errors import TargetError
-from tamesu.kernel.messages import AgentPartial, RawResponse, ToolCall, ToolResult
+from tamesu.kernel.events import VoiceTurn
+from tamesu.kernel.messages import AgentPartial, Event, RawResponse, ToolCall, ToolResult
 from tamesu.secrets import REDACTED
 from tamesu.targets.realtime import model_url
 from tamesu.targets.realtime_events import Dialect, canonical, deep_merge
@@ -514,8 +515,8 @@ async def test_audio_with_real_speech_both_ways_and_our_transcription(harness, f
     assert server.sessions[0].problems == []
     words = set(out[-1].text.lower().replace(".", " ").replace(",", " ").split())
     assert {"order", "yesterday"} <= words
-    turn_event = next(m for m in out if getattr(m, "name", None) == "voice_turn")
-    assert turn_event.data["text_source"] == "stt"
+    turn_event = next(m.event for m in out if isinstance(m, Event) and isinstance(m.event, VoiceTurn))
+    assert turn_event.text_source == "stt"
 
 
 @pytest.mark.integration

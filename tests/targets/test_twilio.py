@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from tamesu.kernel.events import AgentCleared
 from tamesu.kernel.messages import AgentTurn, Dtmf, Event, UserTurn
 from tamesu.voice.recording import read_recording
 
@@ -98,7 +99,7 @@ async def test_clear_drops_the_audio_and_echoes_pending_marks_at_once(calls: Cal
     log = agent.log
     assert log.cleared is not None
     assert 0 <= log.marks_echoed["m1"] - log.cleared < 0.1
-    assert any(isinstance(m, Event) and m.name == "agent_cleared" for m in messages)
+    assert any(isinstance(m, Event) and isinstance(m.event, AgentCleared) for m in messages)
     turn = messages[-1]
     assert isinstance(turn, AgentTurn)
     spoken = [a for a in turn.audio if a.channel == "agent"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tamesu.errors import TargetError
+from tamesu.kernel.events import AgentCleared, DtmfUnsupported, VoiceCall
 from tamesu.kernel.messages import AgentTurn, Dtmf, Event, Interrupt, UserTurn
 from tamesu.voice.recording import read_recording
 from tamesu.voice.voice_metrics import wer
@@ -72,7 +73,7 @@ async def test_the_caller_barges_in_and_the_agent_stops(calls: Calls) -> None:
     answer = await collect(phone, SAY)
     metrics = metrics_of(answer)
     assert agent.log.barge_ins, "the agent heard the caller over its greeting"
-    assert any(isinstance(m, Event) and m.name == "agent_cleared" for m in answer)
+    assert any(isinstance(m, Event) and isinstance(m.event, AgentCleared) for m in answer)
     assert metrics["barge_ins"] >= 1 and metrics["interruptions"] >= 1
     assert 0 < metrics["barge_in_ms_p95"] < 300
     assert metrics["talk_over_ms"] < 300
@@ -101,9 +102,9 @@ async def test_dtmf_steps_as_protocol_messages_and_as_tones(calls: Calls) -> Non
     )
     assert agent.log.dtmf_events == ["1", "2", "#"]
     assert [m.digits for m in first if isinstance(m, Dtmf)] == ["12#"]
-    assert not any(isinstance(m, Event) and m.name == "dtmf_unsupported" for m in first)
+    assert not any(isinstance(m, Event) and isinstance(m.event, DtmfUnsupported) for m in first)
     assert "".join(tones_agent.log.dtmf_tones) == "47"
-    assert any(isinstance(m, Event) and m.name == "dtmf_unsupported" for m in second)
+    assert any(isinstance(m, Event) and isinstance(m.event, DtmfUnsupported) for m in second)
 
 
 async def test_dtmf_the_agent_plays_is_received(calls: Calls) -> None:
@@ -140,18 +141,18 @@ async def test_the_recording_holds_both_sides_where_they_spoke(calls: Calls) -> 
     _, url = await calls.agent(AgentScript(greeting=0.5, delay=0.3, reply=0.8))
     phone = await calls.target(voice_config(url, transcript_source="agent"))
     first = await collect(phone)
-    announced = [m for m in first if isinstance(m, Event) and m.name == "voice_call"]
-    assert announced and announced[0].data["recording"].startswith("recordings/")
+    announced = [m.event for m in first if isinstance(m, Event) and isinstance(m.event, VoiceCall)]
+    assert announced and (announced[0].recording or "").startswith("recordings/")
     turn = turn_of(await collect(phone, SAY))
     await phone.stop()
-    path = calls.out / announced[0].data["recording"]
+    path = calls.out / (announced[0].recording or "")
     rate, caller, agent = read_recording(path)
     assert rate == 16000 and len(caller) == len(agent)
     duration = len(caller) / rate
     timeline = phone.session.timeline
     assert timeline.ended is not None and abs(duration - (timeline.ended - timeline.started)) < 0.1
 
-    zero = announced[0].data["recording_starts_at"]
+    zero = announced[0].recording_starts_at or 0.0
     assert zero == phone.session.timeline.started
 
     def level(x: np.ndarray, a: float, b: float) -> float:
