@@ -6,7 +6,8 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from tamesu.commands import EXIT_CONFIG, EXIT_OK, paint, print_config_errors, split_list
+from tamesu.commands import EXIT_CONFIG, EXIT_OK, print_config_errors, split_list
+from tamesu.untrusted import paint
 
 __all__ = ["add_arguments", "run"]
 

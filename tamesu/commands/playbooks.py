@@ -7,7 +7,8 @@ import json
 import sys
 from typing import Any
 
-from tamesu.commands import EXIT_OK, paint
+from tamesu.commands import EXIT_OK
+from tamesu.untrusted import paint
 
 __all__ = ["add_arguments", "run"]
 
