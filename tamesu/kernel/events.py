@@ -27,6 +27,7 @@ __all__ = [
     "IncompleteTurn",
     "Interrupted",
     "RemoteMessage",
+    "Resubscribed",
     "RunError",
     "SessionStarted",
     "Tactic",
@@ -156,6 +157,13 @@ class RemoteMessage(_Event, tag="a2a_remote", frozen=True):
     """Only the start of the text was kept: the transcript held ``transcript_size`` already."""
 
 
+class Resubscribed(_Event, tag="a2a_resubscribe", frozen=True):
+    """An A2A stream broke off before the task ended; the target subscribed to the task again."""
+
+    task: str
+    reason: str = ""
+
+
 class Tactic(_Event, tag="tactic", frozen=True):
     """A red-team attacker's user turn and the tactic it used."""
 
@@ -195,6 +203,7 @@ TranscriptEvent = (
     | AgentCleared
     | DtmfUnsupported
     | RemoteMessage
+    | Resubscribed
     | Tactic
     | DetectorSkipped
     | CustomEvent

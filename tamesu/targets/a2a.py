@@ -20,6 +20,7 @@ from tamesu.clock import within
 from tamesu.config.targets.a2a import A2ATarget
 from tamesu.durations import format_duration
 from tamesu.errors import TargetError
+from tamesu.kernel.events import Resubscribed
 from tamesu.kernel.messages import AgentTurn, Event, Message, RawResponse, UserTurn
 from tamesu.targets.base import TargetAdapter, target
 from tamesu.targets.connect import ConnectPolicy
@@ -287,13 +288,8 @@ class _Exchange:
             task_id = self.answer.task_id
             if self.answer.final or task_id is None or attempt == RESUBSCRIBES:
                 break
-            self.notes.append(
-                Event(
-                    name="a2a_resubscribe",
-                    data={"task": task_id, "reason": broke},
-                    at=self.target.ctx.clock.now(),
-                )
-            )
+            now = self.target.ctx.clock.now()
+            self.notes.append(Event(event=Resubscribed(task=task_id, reason=broke, at=now), at=now))
             events = self.conn.client.subscribe(SubscribeToTaskRequest(id=task_id), context=self.conn.call)
         if self.answer.final:
             return

@@ -30,6 +30,7 @@ SAMPLES: list[ev.TranscriptEvent] = [
     ev.AgentCleared(reason="interrupted", at=3.5),
     ev.DtmfUnsupported(digits="5", at=0.5),
     ev.RemoteMessage(agent="billing", direction="received", text="refund ORD-1", data=[{"order": "ORD-1"}]),
+    ev.Resubscribed(task="t-1", reason="stream closed", at=2.5),
     ev.Tactic(turn=2, tactic="reframe", source="simulator", at=1.1),
     ev.DetectorSkipped(detector="judge_leak", reason="no judge model", at=5.0),
     ev.CustomEvent(name="room_joined", data={"room": "r1", "peers": 2}, at=0.2),

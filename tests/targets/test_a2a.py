@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tamesu.errors import TargetError
+from tamesu.kernel.events import Resubscribed
 from tamesu.kernel.messages import AgentTurn, Event, FileRef, RawResponse, UserTurn
 from tamesu.limits import Limits
 
@@ -115,8 +116,8 @@ async def test_a_stream_cut_short_is_resubscribed_and_read_to_its_end(harness, t
         t = await harness.target({"type": "a2a", "url": agent.url, "stream": True, "transport": transport})
         out = await turn(t, "drop it")
     assert out[-1].text == "done: drop it"
-    notes = [m for m in out if isinstance(m, Event)]
-    assert [n.name for n in notes] == ["a2a_resubscribe"] and notes[0].data["task"] == task_of(out)["id"]
+    notes = [m.event for m in out if isinstance(m, Event)]
+    assert [type(n) for n in notes] == [Resubscribed] and notes[0].task == task_of(out)["id"]
     assert agent.resubscribed.is_set()
 
 
