@@ -419,8 +419,8 @@ def _specs(url: str, directory: Path) -> list[Any]:
 
 
 async def _drive(placement: Any, specs: list[Any], calls: int, concurrency: int) -> dict[str, Any]:
-    from tamesu.actors.load import LoadDriver
     from tamesu.load import LoadProfile
+    from tamesu.load.driver import LoadDriver
 
     profile = LoadProfile.model_validate({"calls": calls, "concurrency": concurrency})
     driver = LoadDriver(placement, specs, profile)

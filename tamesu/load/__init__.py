@@ -2,7 +2,7 @@
 figures, and runs submitted to a Ray cluster as jobs (``tamesu.load.jobs``).
 
 The profile itself is configuration (``tamesu.config.load_profile``); it is re-exported here for
-those who write load tests in Python. The driver that runs the calls lives in ``tamesu.actors.load``.
+those who write load tests in Python. The driver that runs the calls is ``tamesu.load.driver``.
 """
 
 from __future__ import annotations

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tamesu.errors import ClusterLost, UsageError
 from tamesu.secrets import Redactor
+from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
-    from tamesu.actors.load import LoadOutcome
     from tamesu.config.load_profile import LoadProfile
     from tamesu.config.loader import LoadedSuite
+    from tamesu.load.driver import LoadOutcome
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.spec import RunSpec
 
@@ -223,8 +224,8 @@ def _exit_code(outcome: LoadOutcome, gates_ok: bool) -> int:
 
 async def run_load(request: LoadRequest) -> LoadResult:
     """Run one load test and write its report; never raises for what the calls do."""
-    from tamesu.actors.load import CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
     from tamesu.actors.services import RunServices
+    from tamesu.load.driver import CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
     from tamesu.load.gates import evaluate_gates
     from tamesu.load.live import LiveView
     from tamesu.reports.load_report import build_load_report, render_load_report, write_load_report
@@ -332,6 +333,8 @@ async def run_load(request: LoadRequest) -> LoadResult:
     if request.json:
         write_load_report(report, request.json, redactor=redactor)
     render_load_report(report, color=request.color, stream=stream, redactor=redactor)
+    for note in outcome.notes:
+        stream.write(redactor.redact(f"note: {printable(note)}") + "\n")
     store.close()
     return LoadResult(exit_code=code, report=report, run_dir=store.dir, outcome=outcome)
 

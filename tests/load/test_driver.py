@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.load import CALLS_FILE, CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
 from tamesu.actors.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
 from tamesu.load import LoadProfile
+from tamesu.load.driver import CALLS_FILE, CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
 from tamesu.load.session import LoadRequest, prepare_load
 from tamesu.runner.results import ResultsStore
 from tamesu.runner.verdict import final_results

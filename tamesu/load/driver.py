@@ -2,9 +2,10 @@
 
 Calls are the planned runs taken in turn (call ``n`` is run ``n mod len(specs)``, its run id
 suffixed ``@n``), started by arrivals (rate mode: an open model, where a new call never waits for
-an old one) or held at a level of calls in flight (concurrency mode: a closed model). Every call
-runs through the placement under its run's timeout, so a hung agent only ever holds its own calls;
-retryable infrastructure errors (a dead Ray worker included) are retried per ``retries``.
+an old one) or held at a level of calls in flight (concurrency mode: a closed model). Each call's
+attempts are ``tamesu.runner.attempt``'s, the same as ``tamesu run``'s: hooks, the placement under
+the run's timeout (so a hung agent only ever holds its own calls), retries of retryable
+infrastructure errors (a dead Ray worker included), the budgets.
 
 Results are durable as they arrive: a writer task appends each attempt's RunResult to
 results.jsonl and its CallSample to calls.jsonl, fsyncing once per batch, and checkpoints the
@@ -17,23 +18,19 @@ import asyncio
 import contextlib
 import os
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tamesu.durations import format_duration
 from tamesu.errors import ClusterLost, HookError
 from tamesu.kernel.outcome import RunResult
 from tamesu.load.shapes import ArrivalSchedule, target_in_flight
 from tamesu.load.stats import CallSample, LoadStats, sample_of
+from tamesu.runner.attempt import Attempts
 from tamesu.runner.hooks import hook_env, run_hooks
-from tamesu.runner.results import redact_result
 from tamesu.runner.setup import Budget
-from tamesu.runner.verdict import result_of
-from tamesu.templates import Scope
 from tamesu.untrusted import json_bytes
 
 if TYPE_CHECKING:
@@ -53,8 +50,6 @@ CALLS_FILE = "calls.jsonl"
 CHECKPOINT_FILE = "load.json"
 _TICK = 0.05
 """Seconds between looks at the concurrency target, and at most between writer flushes."""
-_BACKSTOP = 15.0
-"""Seconds past a call's timeout after which a placement that has not answered is given up on."""
 
 
 class LoadCheckpoint(msgspec.Struct, kw_only=True):
@@ -77,6 +72,8 @@ class LoadOutcome:
     interrupted: bool = False
     budget_exceeded: str | None = None
     resumed: int = 0
+    notes: list[str] = field(default_factory=list)
+    """What went wrong without failing a call (an ``after_each`` hook that failed)."""
 
 
 def read_samples(directory: os.PathLike[str] | str) -> list[CallSample]:
@@ -99,6 +96,22 @@ class _Pending:
     result: RunResult
     transcript: Transcript | None
     sample: CallSample
+
+
+@dataclass
+class _Call:
+    """One call's attempts as the driver hears them (``AttemptSink``): each is timed on the driver's
+    clock and recorded."""
+
+    driver: LoadDriver
+    index: int
+    start: float = 0.0
+
+    def started(self, spec: RunSpec, attempt: int) -> None:
+        self.start = self.driver.now()
+
+    async def finished(self, result: RunResult, transcript: Transcript | None) -> None:
+        self.driver.record(self.index, result, transcript, self.start, self.driver.now())
 
 
 @dataclass
@@ -141,6 +154,15 @@ class LoadDriver:
         self._body: asyncio.Future[None] | None = None
         self.lost: ClusterLost | None = None
         """Set when the Ray cluster was lost: the test stopped as if interrupted, and ``run`` raises it."""
+        self.notes: list[str] = []
+        self.attempts = Attempts(
+            self.placement,
+            setups=self.setups,
+            budget=self.budget,
+            redactor=self.redactor,
+            http=self.http,
+            note=self.notes.append,
+        )
 
     def interrupt(self) -> None:
         """Start nothing more and cancel the calls in flight (a resume redoes them)."""
@@ -201,8 +223,9 @@ class LoadDriver:
             results=list(self._finals),
             elapsed=self.now(),
             interrupted=self._interrupted,
-            budget_exceeded=self.budget.exceeded(),
+            budget_exceeded=self.attempts.over_budget(),
             resumed=self._resumed,
+            notes=list(self.notes),
         )
 
     async def _drive(self) -> None:
@@ -220,7 +243,7 @@ class LoadDriver:
     def _over(self, t: float) -> bool:
         """No more arrivals: stopped, budget spent, call count reached or duration passed (or there is
         nothing to call: every test of the load test is one this environment cannot run)."""
-        if self._stop or self.budget.exceeded() or not self.specs:
+        if self._stop or self.attempts.over_budget() or not self.specs:
             return True
         total, duration = self.profile.total_calls, self.profile.seconds("duration")
         if total is not None and self._arrived() >= total and not self._redo:
@@ -280,96 +303,16 @@ class LoadDriver:
         return base.evolve(run_id=f"{base.run_id}@{index}")
 
     async def _call(self, index: int) -> None:
-        spec = self.spec_of(index)
-        attempt = 1
-        while True:
-            start = self.now()
-            try:
-                result, retryable, transcript = await self._attempt(spec, attempt)
-            except ClusterLost as exc:
-                self.lost = self.lost or exc
-                self.interrupt()
-                return
-            will_retry = retryable and attempt <= spec.retries and not self._stop
-            result.final = not will_retry
-            self._record(index, result, transcript, start, self.now())
-            if not will_retry:
-                return
-            attempt += 1
-
-    async def _attempt(self, spec: RunSpec, attempt: int) -> tuple[RunResult, bool, Transcript | None]:
-        """before_each, the run under its timeout, after_each; the flag says whether to retry."""
-        setup = self.setups.get(spec.suite_path)
-        extra: dict[str, Any] = {**spec.extra, "attempt": attempt}
-        if setup is not None and (setup.before_each or setup.after_each):
-            extra["session"] = _session(spec, setup)
-        spec = spec.evolve(extra=extra)
-        session = extra.get("session")
-        wall, started = time.time(), time.monotonic()
-        env = hook_env(suite=spec.suite, test=spec.test_id, session=session, run_id=spec.run_id)
-        error: str | None = None
-        kind: str | None = None
-        retryable = False
-        outcome: Any = None
-        if setup is not None and setup.before_each:
-            hooked = await run_hooks(setup.before_each, **self._hook_args(setup, spec, env))
-            if not hooked.ok:
-                error, kind, retryable = (
-                    f"before_each hook failed: {hooked.hook}: {hooked.message}",
-                    "hook",
-                    True,
-                )
-        if error is None:
-            outcome, error, kind, retryable = await self._graph(spec, setup)
-            if setup is not None and setup.after_each:
-                await run_hooks(setup.after_each, **self._hook_args(setup, spec, env))
-        transcript = getattr(outcome, "transcript", None)
-        results = list(getattr(outcome, "results", None) or [])
-        if kind == "budget":
-            self.budget.trip(error or "budget exceeded")
-            retryable = False
-        elif error is None and any(r.error for r in results):
-            retryable, kind = True, "assertion"
-        result = result_of(
-            spec,
-            results=results,
-            error=error,
-            error_kind=kind if (error is not None or kind == "assertion") else None,
-            attempt=attempt,
-            started_at=wall,
-            duration=time.monotonic() - started,
-            transcript=transcript,
-        )
-        self.budget.record(result.metrics)
-        return result, retryable, transcript
-
-    async def _graph(
-        self, spec: RunSpec, setup: SuiteSetup | None
-    ) -> tuple[Any, str | None, str | None, bool]:
-        secrets = setup.secrets if setup is not None else None
         try:
-            outcome = await asyncio.wait_for(
-                self.placement.run(spec, secrets=secrets, timeout=spec.timeout), spec.timeout + _BACKSTOP
-            )
-        except asyncio.TimeoutError:
-            return None, f"timed out after {format_duration(spec.timeout)}", "timeout", True
-        except ClusterLost:
-            raise
-        except Exception as exc:
-            kind = "budget" if type(exc).__name__ == "BudgetExceeded" else getattr(exc, "kind", "internal")
-            return None, f"{type(exc).__name__}: {exc}", kind, bool(getattr(exc, "retryable", True))
-        error = getattr(outcome, "error", None)
-        if error is None:
-            return outcome, None, None, False
-        kind = getattr(outcome, "error_kind", None) or "agent"
-        if kind == "timeout":
-            error = f"timed out after {format_duration(spec.timeout)}"
-        return outcome, str(error), kind, bool(getattr(outcome, "retryable", False))
+            await self.attempts.run(self.spec_of(index), _Call(self, index), stopping=lambda: self._stop)
+        except ClusterLost as exc:
+            self.lost = self.lost or exc
+            self.interrupt()
 
-    def _record(
+    def record(
         self, index: int, result: RunResult, transcript: Transcript | None, start: float, end: float
     ) -> None:
-        result = redact_result(result, self.redactor)
+        """Count one (redacted) attempt of call ``index`` and queue it for the writer."""
         sample = sample_of(index, result, transcript, start=start, end=end)
         self.stats.add(sample)
         if result.final:
@@ -433,17 +376,12 @@ class LoadDriver:
                     self.stats.workers = await probe()
             await asyncio.sleep(self.health_interval)
 
-    def _hook_args(self, setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str]) -> dict[str, Any]:
-        from tamesu.runner.attempt import hook_kwargs
-
-        return hook_kwargs(setup, spec, env, http=self.http, redactor=self.redactor)
-
     async def _before_all(self) -> None:
         for path in {s.suite_path for s in self.specs}:
             setup = self.setups.get(path)
             if setup is not None and setup.before_all:
                 hooked = await run_hooks(
-                    setup.before_all, **self._hook_args(setup, None, hook_env(suite=setup.name))
+                    setup.before_all, **self.attempts.hook_args(setup, None, hook_env(suite=setup.name))
                 )
                 if not hooked.ok:
                     raise HookError(
@@ -454,15 +392,6 @@ class LoadDriver:
         for path in {s.suite_path for s in self.specs}:
             setup = self.setups.get(path)
             if setup is not None and setup.after_all:
-                await run_hooks(setup.after_all, **self._hook_args(setup, None, hook_env(suite=setup.name)))
-
-
-def _session(spec: RunSpec, setup: SuiteSetup) -> str:
-    """The call's session id, made before the hooks so they see it as $TAMESU_SESSION."""
-    template = getattr(getattr(spec.target, "session", None), "id", None)
-    if template:
-        from tamesu.templates import render_text
-
-        with contextlib.suppress(Exception):
-            return render_text(template, Scope({"vars": spec.vars}, parent=setup.scope))
-    return str(uuid.uuid4())
+                await run_hooks(
+                    setup.after_all, **self.attempts.hook_args(setup, None, hook_env(suite=setup.name))
+                )
