@@ -49,12 +49,16 @@ from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.targets.pipecat_wire import (
-    RTVI_LABEL,
     RTVI_VERSION,
+    SPEAKING,
     WireFrame,
     decode_frame,
     message_frame,
+    raw,
     rtvi,
+    rtvi_data,
+    rtvi_type,
+    speaks,
     transcription_frame,
 )
 from tamesu.targets.wslink import Closed, WsLink, http_to_ws
@@ -63,12 +67,11 @@ if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
     from tamesu.targets.pipecat_audio import PipecatCall
 
-__all__ = ["PipecatAdapter", "raw", "rtvi_data", "rtvi_type", "speaks"]
+__all__ = ["PipecatAdapter"]
 
 USER_ID = "tamesu"
 SETTLE_S = 0.25
 """After a text turn's end markers, how long late messages (or the bot closing the socket) are awaited."""
-_SPEAKING = ("bot-llm-started", "bot-llm-text", "bot-started-speaking", "bot-tts-started", "bot-output")
 
 
 def _decode(frame: str | bytes, depth: int = DEFAULT_LIMITS.json_depth) -> Any:
@@ -309,7 +312,7 @@ class PipecatAdapter(TargetAdapter):
         out: list[Message] = [RawResponse(body=item, at=now)]
         kind, data = rtvi_type(item), rtvi_data(item)
         text = str(data.get("text") or "")
-        if kind in _SPEAKING or kind in ("bot-transcription", "bot-tts-text", "llm-function-call-started"):
+        if kind in SPEAKING or kind in ("bot-transcription", "bot-tts-text", "llm-function-call-started"):
             self._heard(state, now)
         if kind == "bot-llm-started":
             state.llm_running = True
@@ -395,28 +398,3 @@ class PipecatAdapter(TargetAdapter):
         if self.link is not None:
             link, self.link = self.link, None
             await link.close()
-
-
-def rtvi_type(item: Any) -> str | None:
-    if isinstance(item, dict) and item.get("label") == RTVI_LABEL:
-        return str(item.get("type"))
-    return None
-
-
-def rtvi_data(item: Any) -> dict[str, Any]:
-    data = item.get("data") if isinstance(item, dict) else None
-    return data if isinstance(data, dict) else {}
-
-
-def speaks(item: Any) -> bool:
-    """Whether a message shows the bot talking (a greeting before any user turn)."""
-    if isinstance(item, WireFrame):
-        return item.kind in ("audio", "text")
-    return rtvi_type(item) in _SPEAKING
-
-
-def raw(item: Any) -> Any:
-    """What the transcript keeps of a frame (audio bytes left out) or an RTVI message."""
-    if isinstance(item, WireFrame):
-        return {"frame": item.kind, **{k: v for k, v in item.fields.items() if k != "audio"}}
-    return item

@@ -18,8 +18,16 @@ from typing import TYPE_CHECKING, Any
 from tamesu.clock import within
 from tamesu.errors import TargetError
 from tamesu.kernel.messages import Message, RawResponse, UserTurn
-from tamesu.targets.pipecat import raw, rtvi_data, rtvi_type, speaks
-from tamesu.targets.pipecat_wire import WireFrame, audio_frame, message_frame, rtvi
+from tamesu.targets.pipecat_wire import (
+    WireFrame,
+    audio_frame,
+    message_frame,
+    raw,
+    rtvi,
+    rtvi_data,
+    rtvi_type,
+    speaks,
+)
 from tamesu.targets.wslink import Closed
 
 if TYPE_CHECKING:

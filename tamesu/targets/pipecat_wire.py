@@ -24,12 +24,17 @@ __all__ = [
     "FRAME_FIELDS",
     "RTVI_LABEL",
     "RTVI_VERSION",
+    "SPEAKING",
     "WireFrame",
     "audio_frame",
     "decode_frame",
     "encode_frame",
     "message_frame",
+    "raw",
     "rtvi",
+    "rtvi_data",
+    "rtvi_type",
+    "speaks",
     "text_frame",
     "transcription_frame",
 ]
@@ -197,3 +202,33 @@ def transcription_frame(text: str, *, user_id: str, timestamp: str) -> bytes:
 
 def text_frame(text: str) -> bytes:
     return encode_frame("text", text=text)
+
+
+SPEAKING = ("bot-llm-started", "bot-llm-text", "bot-started-speaking", "bot-tts-started", "bot-output")
+"""RTVI messages that show the bot talking."""
+
+
+def rtvi_type(item: Any) -> str | None:
+    """An RTVI message's type (None: not an RTVI message)."""
+    if isinstance(item, dict) and item.get("label") == RTVI_LABEL:
+        return str(item.get("type"))
+    return None
+
+
+def rtvi_data(item: Any) -> dict[str, Any]:
+    data = item.get("data") if isinstance(item, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def speaks(item: Any) -> bool:
+    """Whether a message shows the bot talking (a greeting before any user turn)."""
+    if isinstance(item, WireFrame):
+        return item.kind in ("audio", "text")
+    return rtvi_type(item) in SPEAKING
+
+
+def raw(item: Any) -> Any:
+    """What the transcript keeps of a frame (audio bytes left out) or an RTVI message."""
+    if isinstance(item, WireFrame):
+        return {"frame": item.kind, **{k: v for k, v in item.fields.items() if k != "audio"}}
+    return item

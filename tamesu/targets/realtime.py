@@ -43,7 +43,16 @@ from tamesu.kernel.messages import (
 from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, open_session
-from tamesu.targets.realtime_events import DEFAULT_URL, Dialect, canonical
+from tamesu.targets.realtime_events import (
+    DEFAULT_URL,
+    Calls,
+    Dialect,
+    api_error,
+    as_dict,
+    canonical,
+    failure,
+    kept,
+)
 from tamesu.targets.wslink import Closed, WsLink, http_to_ws
 from tamesu.untrusted import loads_json
 
@@ -51,7 +60,7 @@ if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
     from tamesu.targets.realtime_audio import RealtimeCall
 
-__all__ = ["DONE_RESULT", "RealtimeAdapter", "api_error", "model_url", "test_mode"]
+__all__ = ["DONE_RESULT", "RealtimeAdapter", "model_url", "test_mode"]
 
 DONE_RESULT: dict[str, Any] = {"ok": True}
 """The answer to the done tool when tool_results gives none."""
@@ -68,90 +77,12 @@ def model_url(url: str, model: str | None) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def api_error(event: dict[str, Any], *, before: str | None = None) -> str:
-    """The text of an ``error`` event (not yet redacted)."""
-    error = _dict(event.get("error"))
-    kind = str(error.get("type") or "error")
-    code = f" ({error['code']})" if error.get("code") else ""
-    where = f" before {before}" if before else ""
-    return f"the realtime API sent an error{where}: {kind}{code}: {error.get('message') or 'no message'}"
-
-
 def _decode(frame: str | bytes, depth: int = DEFAULT_LIMITS.json_depth) -> dict[str, Any] | None:
     try:
         event = decode_json(frame, depth)
     except (ValueError, UnicodeDecodeError):
         return {"type": "tamesu.unreadable", "frame": frame[:200] if isinstance(frame, str) else None}
     return event if isinstance(event, dict) else None
-
-
-def kept(event: dict[str, Any]) -> bool:
-    """Raw responses keep every event but streaming deltas (their ``.done`` events say it all)."""
-    return not str(event.get("type", "")).endswith(".delta")
-
-
-_ITEM_EVENTS = ("response.output_item.added", "response.output_item.done", "conversation.item.created")
-
-
-@dataclass
-class Calls:
-    """The function calls of one response, by call id, as they are announced.
-
-    Beta's ``response.function_call_arguments.done`` carries no ``name``: a call's name comes from
-    its output item (``response.output_item.added`` / ``.done``, ``conversation.item.created``),
-    whichever of them arrives first.
-    """
-
-    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
-    names: dict[str, str] = field(default_factory=dict)
-    """Function names by call id and by item id, from every function call item seen."""
-
-    def add(self, event: dict[str, Any], *, item_id: Any = None) -> None:
-        call_id = str(event.get("call_id") or f"call_{len(self.pending) + 1}")
-        name = str(event.get("name") or "")
-        if name:
-            self.names[call_id] = name
-            if item_id:
-                self.names[str(item_id)] = name
-        call = self.pending.setdefault(call_id, {"name": "", "arguments": None, "item_id": item_id})
-        call["name"] = call["name"] or name
-        if call["arguments"] in (None, ""):
-            call["arguments"] = event.get("arguments")
-
-    def see(self, kind: str, event: dict[str, Any]) -> None:
-        """Pick calls out of ``response.function_call_arguments.done``, the output item events and ``response.done``."""
-        if kind == "response.function_call_arguments.done":
-            self.add(event, item_id=event.get("item_id"))
-        elif kind in _ITEM_EVENTS and isinstance(event.get("item"), dict):
-            item = event["item"]
-            if item.get("type") == "function_call":
-                self.add(item, item_id=item.get("id"))
-        elif kind == "response.done" and isinstance(event.get("response"), dict):
-            for item in event["response"].get("output") or []:
-                if isinstance(item, dict) and item.get("type") == "function_call":
-                    self.add(item, item_id=item.get("id"))
-
-    def take(self) -> dict[str, dict[str, Any]]:
-        """The calls announced since the last take, each named from its item when its event had no name."""
-        out, self.pending = self.pending, {}
-        for call_id, call in out.items():
-            item_id = call.pop("item_id", None)
-            call["name"] = call["name"] or self.names.get(call_id) or self.names.get(str(item_id), "")
-        return out
-
-
-def failure(event: dict[str, Any]) -> tuple[str, bool] | None:
-    """(why, retryable) when a ``response.done`` reports a failed response."""
-    response = _dict(event.get("response"))
-    if response.get("status") != "failed":
-        return None
-    error = _dict(_dict(response.get("status_details")).get("error"))
-    why = ": ".join(str(error[k]) for k in ("type", "code", "message") if error.get(k)) or "no details"
-    return f"the realtime response failed ({why})", error.get("type") in (None, "server_error")
 
 
 @dataclass
@@ -327,7 +258,7 @@ class RealtimeAdapter(TargetAdapter):
             if kept(event):
                 yield RawResponse(body=event, at=now)
             if kind == "error":
-                error = _dict(event.get("error"))
+                error = as_dict(event.get("error"))
                 raise TargetError(
                     api_error(event), retryable=error.get("type") == "server_error", kind="agent"
                 )

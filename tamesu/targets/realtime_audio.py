@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import TargetError
 from tamesu.kernel.messages import Message, RawResponse, UserTurn
-from tamesu.targets.realtime import Calls, api_error, failure, kept
-from tamesu.targets.realtime_events import canonical
+from tamesu.targets.realtime_events import Calls, api_error, canonical, failure, kept
 from tamesu.targets.wslink import Closed
 
 if TYPE_CHECKING:

@@ -19,6 +19,10 @@ the events whose shape differs. A suite's ``session_update`` may use either sess
 reference's own examples use the flat beta keys, ``voice: alloy``): ``Dialect.session_shape`` moves
 each key to where the target's dialect has it (``FLAT_TO_GA``), and a key given in the dialect's own
 shape wins over the same setting given in the other.
+
+Both modes of the target read the server's events the same way: ``Calls`` gathers a response's
+function calls, ``failure`` and ``api_error`` say what went wrong, ``kept`` picks the raw events a
+transcript keeps.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import base64
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
@@ -33,10 +38,15 @@ __all__ = [
     "BETA_TO_GA",
     "DEFAULT_URL",
     "FLAT_TO_GA",
+    "Calls",
     "Dialect",
     "DialectName",
+    "api_error",
+    "as_dict",
     "canonical",
     "deep_merge",
+    "failure",
+    "kept",
 ]
 
 DEFAULT_URL = "wss://api.openai.com/v1/realtime"
@@ -235,3 +245,82 @@ class Dialect:
     @staticmethod
     def commit() -> dict[str, Any]:
         return {"type": "input_audio_buffer.commit"}
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (events are untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def api_error(event: dict[str, Any], *, before: str | None = None) -> str:
+    """The text of an ``error`` event (not yet redacted)."""
+    error = as_dict(event.get("error"))
+    kind = str(error.get("type") or "error")
+    code = f" ({error['code']})" if error.get("code") else ""
+    where = f" before {before}" if before else ""
+    return f"the realtime API sent an error{where}: {kind}{code}: {error.get('message') or 'no message'}"
+
+
+def kept(event: dict[str, Any]) -> bool:
+    """Raw responses keep every event but streaming deltas (their ``.done`` events say it all)."""
+    return not str(event.get("type", "")).endswith(".delta")
+
+
+_ITEM_EVENTS = ("response.output_item.added", "response.output_item.done", "conversation.item.created")
+
+
+@dataclass
+class Calls:
+    """The function calls of one response, by call id, as they are announced.
+
+    Beta's ``response.function_call_arguments.done`` carries no ``name``: a call's name comes from
+    its output item (``response.output_item.added`` / ``.done``, ``conversation.item.created``),
+    whichever of them arrives first.
+    """
+
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    """Function names by call id and by item id, from every function call item seen."""
+
+    def add(self, event: dict[str, Any], *, item_id: Any = None) -> None:
+        call_id = str(event.get("call_id") or f"call_{len(self.pending) + 1}")
+        name = str(event.get("name") or "")
+        if name:
+            self.names[call_id] = name
+            if item_id:
+                self.names[str(item_id)] = name
+        call = self.pending.setdefault(call_id, {"name": "", "arguments": None, "item_id": item_id})
+        call["name"] = call["name"] or name
+        if call["arguments"] in (None, ""):
+            call["arguments"] = event.get("arguments")
+
+    def see(self, kind: str, event: dict[str, Any]) -> None:
+        """Pick calls out of ``response.function_call_arguments.done``, the output item events and ``response.done``."""
+        if kind == "response.function_call_arguments.done":
+            self.add(event, item_id=event.get("item_id"))
+        elif kind in _ITEM_EVENTS and isinstance(event.get("item"), dict):
+            item = event["item"]
+            if item.get("type") == "function_call":
+                self.add(item, item_id=item.get("id"))
+        elif kind == "response.done" and isinstance(event.get("response"), dict):
+            for item in event["response"].get("output") or []:
+                if isinstance(item, dict) and item.get("type") == "function_call":
+                    self.add(item, item_id=item.get("id"))
+
+    def take(self) -> dict[str, dict[str, Any]]:
+        """The calls announced since the last take, each named from its item when its event had no name."""
+        out, self.pending = self.pending, {}
+        for call_id, call in out.items():
+            item_id = call.pop("item_id", None)
+            call["name"] = call["name"] or self.names.get(call_id) or self.names.get(str(item_id), "")
+        return out
+
+
+def failure(event: dict[str, Any]) -> tuple[str, bool] | None:
+    """(why, retryable) when a ``response.done`` reports a failed response."""
+    response = as_dict(event.get("response"))
+    if response.get("status") != "failed":
+        return None
+    error = as_dict(as_dict(response.get("status_details")).get("error"))
+    why = ": ".join(str(error[k]) for k in ("type", "code", "message") if error.get(k)) or "no details"
+    return f"the realtime response failed ({why})", error.get("type") in (None, "server_error")
