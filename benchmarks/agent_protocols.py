@@ -247,7 +247,7 @@ async def with_tamesu(
     """``run_async`` on one three-turn test repeated; timed from the first run started to the last
     recorded (as benchmarks/conversations.py does)."""
     from tamesu.runner.api import run_async
-    from tamesu.runner.scheduler import Reporter
+    from tamesu.runner.invocation import Reporter
 
     class Clock(Reporter):
         start = end = cpu = cpu_end = 0.0
