@@ -124,7 +124,7 @@ def _check_voice(ctx: _Ctx, data: dict[str, Any]) -> None:
     if not tests or not EXTRAS["voice"].installed:
         return
     for i, test, target in tests:
-        from tamesu.voice.settings import check_voice_test
+        from tamesu.config.voicechecks import check_voice_test
 
         seen: set[str] = set()
         for language in test.get("languages") or [None]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tamesu.config.kinds import target_kinds
+from tamesu.config.voicechecks import check_voice_test, is_noise_preset, stt_problem
 from tamesu.durations import parse_duration
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class VoiceSettings:
         language = ctx.language or getattr(persona, "language", None)
         seed = ctx.seed if ctx.seed is not None else zlib.crc32((ctx.run_id or ctx.session).encode())
         noise = getattr(behaviors, "background_noise", None)
-        if noise and not _is_preset(noise):
+        if noise and not is_noise_preset(noise):
             noise = str(Path(noise) if Path(noise).is_absolute() else Path(ctx.suite_dir) / noise)
         silence = getattr(behaviors, "silence_after_turn_ms", None)
         values: dict[str, Any] = {
@@ -103,67 +103,3 @@ class VoiceSettings:
     @property
     def wants_stt(self) -> bool:
         return self.transcript_source != "agent"
-
-
-def _is_preset(name: str) -> bool:
-    from tamesu.audio.noise import noise_presets
-
-    return name in noise_presets
-
-
-def check_voice_test(
-    test: Any, target: Any, *, language: str | None = None, suite_dir: Path | str = "."
-) -> list[str]:
-    """Why an audio test is wrong as written (empty when it is right); loads no model.
-
-    The loader calls it for each expanded test whose target carries audio (a type registered with
-    ``audio="always"``, or ``mode: audio`` on the target or the test), once per language. It checks that the
-    persona's voice resolves, that the background noise is a preset or an existing file, and that
-    ``mode: text`` is not asked of a target that only carries audio. Whether this machine's STT
-    engine hears the language is a question about the machine, not the suite: ``stt_problem``.
-    """
-    problems: list[str] = []
-    kind = str(getattr(target, "type", ""))
-    persona = getattr(test, "persona", None)
-    lang = language or getattr(persona, "language", None)
-    if (
-        kind in target_kinds
-        and target_kinds.get(kind).audio == "always"
-        and getattr(test, "mode", None) == "text"
-    ):
-        problems.append(f"mode: text does not apply to a {kind} target, which carries audio only")
-    if kind == "twilio" and getattr(target, "transcript_source", "auto") == "agent":
-        problems.append(
-            "transcript_source: agent on a twilio target: Media Streams carry no transcript (use auto or stt)"
-        )
-    if persona is not None and (persona.voice or lang):
-        from tamesu.audio.voices import check_voice
-
-        why = check_voice(persona.voice, lang)
-        if why:
-            problems.append(why)
-    noise = getattr(getattr(persona, "behaviors", None), "background_noise", None)
-    if noise and not _is_preset(noise):
-        path = Path(noise) if Path(noise).is_absolute() else Path(suite_dir) / noise
-        if not path.is_file():
-            from tamesu.audio.noise import noise_presets
-
-            problems.append(
-                f"background_noise {noise!r} is neither a preset ({', '.join(noise_presets)}) nor a file"
-            )
-    return problems
-
-
-def stt_problem(target: Any, language: str | None) -> str | None:
-    """Why the STT engine installed here cannot hear ``language`` on calls to ``target`` (None: it
-    can, or the agent's own transcript is used); loads no model."""
-    source = (
-        target.get("transcript_source")
-        if isinstance(target, dict)
-        else getattr(target, "transcript_source", None)
-    )
-    if (source or "auto") == "agent" or not language:
-        return None
-    from tamesu.audio.engines import check_language
-
-    return check_language(None, language)

@@ -12,12 +12,12 @@ from tamesu.assertions.base import AssertionContext, evaluate
 from tamesu.clock import MonotonicClock
 from tamesu.config.suite import Test
 from tamesu.config.target import parse_target
+from tamesu.config.voicechecks import stt_problem
 from tamesu.kernel.transcript import Transcript
 from tamesu.secrets import Redactor
 from tamesu.targets.base import TargetContext
 from tamesu.templates import Scope
 from tamesu.voice import VoiceSettings, check_voice_test
-from tamesu.voice.settings import stt_problem
 
 from .peers import run_context, spec_with
 
