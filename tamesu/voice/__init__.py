@@ -7,17 +7,18 @@ listener (VAD, DTMF, STT: ``listener``) and the recorder (``recording``); they e
 ``AudioBatch`` per tick per lane, driven by the process's ``FramePump``. ``session`` is the call's
 side of it for the run: turn-taking and barge-in (``turns``), the turns' timings and messages;
 ``voice_metrics`` measures the call from its audio. The speech engines are the run's speech
-pool (``tamesu.actors.pools``), passed in through the target's context.
+pool (``tamesu.audio.speech_pool``; on Ray ``tamesu.actors.pools``), passed in through the target's context.
 """
 
 from __future__ import annotations
 
-from .lane import FRAME_S, CallAudio, Lane
+from .lane import CallAudio, Lane
 from .pump import FramePump
 from .recording import CallRecording, read_recording
 from .session import VoiceSession, VoiceWire
 from .settings import VoiceSettings, check_voice_test
 from .speech import Utterance, make_utterance, render_dtmf, render_speech, speech_spans
+from .stage import FRAME_S
 from .transport import Playout
 from .voice_metrics import BargeIn, CallTimeline, TurnTiming, voice_metrics, wer
 

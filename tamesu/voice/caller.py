@@ -22,12 +22,12 @@ from tamesu.errors import TamesuError, TargetError
 from tamesu.kernel.events import DtmfUnsupported
 from tamesu.kernel.messages import AudioBatch, CallerSpoke, Dtmf, Event, Message, Tick, UserTurn
 
-from .lane import Stage
 from .speech import Utterance, render_dtmf, render_speech
+from .stage import Stage
 
 if TYPE_CHECKING:
-    from tamesu.actors.pools import SpeechPool
     from tamesu.audio.behaviour import BehaviourRNG
+    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.clock import Clock
 
     from .lane import Lane

@@ -1,7 +1,7 @@
 """A lane: the calls that share a wire format and a line model, carried through a call's stages
-together, one ``AudioBatch`` per 20 ms tick.
+(``stage``) together, one ``AudioBatch`` per 20 ms tick.
 
-One tick of a lane is this graph (the messages are in ``tamesu.actors.messages``)::
+One tick of a lane is this graph (the messages are in ``tamesu.kernel.messages``)::
 
     Tick -> caller --AudioBatch(caller)--> line --AudioBatch(caller, wire)--> transport
                                                --AudioBatch(caller, heard)--> recorder
@@ -18,14 +18,14 @@ agent's audio as ``AudioFrame``, ``AgentMark``, ``AgentClear``) goes to the tran
 A stage handles a message at once, in the ticker's task: a frame cannot wait for a task switch.
 With ``boundary`` every message is encoded and decoded on its way into a stage (and to a call), as
 if each stage sat in another process (the tests use it, so that the stages stay honest about what they share).
-The heavy engines are not stages of a lane: TTS and STT are shared pools (``tamesu.actors.pools``)
+The heavy engines are not stages of a lane: TTS and STT are shared pools (``tamesu.audio.speech_pool``)
 that the calls reach through the run's services.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
@@ -33,69 +33,18 @@ import numpy as np
 from tamesu.kernel.messages import (
     AgentClear,
     AgentMark,
-    AgentSpeech,
-    AgentTones,
-    AudioBatch,
     AudioFrame,
-    CallerSpoke,
-    MarksPlayed,
     Message,
     Tick,
 )
+
+from .stage import FRAME_S, CallReport, FrameEar, LaneKey, Stage
 
 if TYPE_CHECKING:
     from .recording import CallRecording
     from .speech import Utterance
 
-__all__ = ["FRAME_S", "CallAudio", "CallReport", "FrameEar", "Lane", "LaneKey", "Stage", "rows_of"]
-
-FRAME_S = 0.020
-LaneKey = tuple[int, str, "str | None"]
-"""(sample rate, wire encoding, line model) of the calls of a lane."""
-CallReport = CallerSpoke | MarksPlayed | AgentTones | AgentSpeech
-"""What a stage tells one call (``call`` is the call's slot)."""
-
-
-def rows_of(batch: AudioBatch) -> np.ndarray:
-    """A PCM16 batch's frames as a read-only (rows, samples) int16 array (no copy)."""
-    return np.frombuffer(batch.pcm, dtype="<i2").reshape(batch.rows, -1)
-
-
-class FrameEar(Protocol):
-    """What a call's listener does with each frame the agent played (speech-to-text buffers, DTMF)."""
-
-    def frame(self, agent: np.ndarray, at: float) -> str:
-        """One played frame at ``at`` (run clock); the keypad digits heard in it."""
-
-
-class Stage:
-    """One stage of a lane: it handles typed messages and sends what it makes to its outputs."""
-
-    def __init__(self, lane: Lane) -> None:
-        self.lane = lane
-        self.outputs: list[Stage] = []
-
-    def connect(self, *stages: Stage) -> Stage:
-        self.outputs.extend(stages)
-        return self
-
-    def deliver(self, msg: Message) -> None:
-        """Handle ``msg`` now (through the lane's boundary, when it has one)."""
-        boundary = self.lane.boundary
-        self.handle(msg if boundary is None else boundary(msg))
-
-    def send(self, msg: Message) -> None:
-        for out in self.outputs:
-            out.deliver(msg)
-
-    def handle(self, msg: Message) -> None:
-        raise NotImplementedError
-
-    def attach(self, slot: int, call: CallAudio) -> None:
-        """A call takes ``slot``."""
-
-    def detach(self, slot: int) -> None:
-        """The call in ``slot`` left."""
+__all__ = ["CallAudio", "Lane"]
 
 
 class CallAudio:

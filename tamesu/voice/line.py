@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.kernel.messages import AudioBatch, Message
 
-from .lane import Stage, rows_of
+from .stage import Stage, rows_of
 
 if TYPE_CHECKING:
     import numpy as np

@@ -21,15 +21,16 @@ import numpy as np
 from tamesu.errors import MissingExtraError
 from tamesu.kernel.messages import AgentSpeech, AgentTones, AudioBatch, Message
 
-from .lane import Stage, rows_of
 from .speech import transcribe
+from .stage import Stage, rows_of
 
 if TYPE_CHECKING:
-    from tamesu.actors.pools import SpeechPool
+    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.audio.timing import Segment
 
-    from .lane import CallAudio, FrameEar, Lane
+    from .lane import CallAudio, Lane
     from .settings import VoiceSettings
+    from .stage import FrameEar
 
 __all__ = ["Heard", "Listener", "ListenerStage"]
 

@@ -20,7 +20,8 @@ import numpy as np
 from tamesu.kernel.messages import Message
 
 from .collector import collector
-from .lane import FRAME_S, CallAudio, Lane, LaneKey
+from .lane import CallAudio, Lane
+from .stage import FRAME_S, LaneKey
 
 __all__ = ["FRAME_S", "FramePump"]
 

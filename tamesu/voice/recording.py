@@ -19,7 +19,7 @@ import numpy as np
 
 from tamesu.kernel.messages import AudioBatch, Message
 
-from .lane import Stage, rows_of
+from .stage import Stage, rows_of
 
 if TYPE_CHECKING:
     from .lane import CallAudio, Lane

@@ -23,7 +23,7 @@ import numpy as np
 
 from tamesu.kernel.messages import AgentClear, AgentMark, AudioBatch, AudioFrame, MarksPlayed, Message
 
-from .lane import Stage
+from .stage import Stage
 
 if TYPE_CHECKING:
     from .lane import CallAudio, Lane
