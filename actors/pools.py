@@ -1,8 +1,8 @@
 """Shared engine pools: the heavy speech engines (TTS, STT) every call of a process or cluster uses.
 
 A voice call asks the speech pool of its run's services (``RunServices.speech``) to synthesise
-the caller's words and transcribe the agent's. In one process that is ``LocalSpeechPool``: the
-process's own engines (``tamesu.audio.engines``). On Ray each worker's services hold a client of
+the caller's words and transcribe the agent's. In one process that is ``LocalSpeechPool``
+(``tamesu.audio.speech_pool``): the process's own engines. On Ray each worker's services hold a client of
 a pool of engine actors instead (``RaySpeechClient``), shared by all calls of the cluster, with
 ``num_gpus`` for STT where the cluster has GPUs and a replica count that follows the load. Calls
 never know which one they got: both have the same three methods.
@@ -20,86 +20,31 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
+from tamesu.audio.speech_pool import LocalSpeechPool
+
 if TYPE_CHECKING:
+    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.audio.stt import Transcription
     from tamesu.audio.tts import Audio
 
 __all__ = [
     "Autoscaler",
     "Batcher",
-    "LocalSpeechPool",
-    "SpeechPool",
     "SpeechServer",
     "SynthesisReply",
     "SynthesisRequest",
     "TranscriptionReply",
     "TranscriptionRequest",
     "audio_of",
-    "local_speech_pool",
     "transcription_of",
 ]
 
 Req = TypeVar("Req")
 Rep = TypeVar("Rep")
-
-
-class SpeechPool(Protocol):
-    """What a voice call needs from speech engines, wherever they run."""
-
-    async def synthesize(
-        self, text: str, *, voice: str | None = None, language: str | None = None, engine: str | None = None
-    ) -> Audio:
-        """``text`` spoken (``engine`` forces one by name; else the voice and language choose)."""
-        ...
-
-    async def transcribe(
-        self, audio: Audio, *, language: str | None = None, engine: str | None = None
-    ) -> Transcription:
-        """What ``audio`` says."""
-        ...
-
-    def stats(self) -> dict[str, Any]: ...
-
-
-class LocalSpeechPool:
-    """The process's own engines: one model per engine and options, shared by every call here."""
-
-    async def synthesize(
-        self, text: str, *, voice: str | None = None, language: str | None = None, engine: str | None = None
-    ) -> Audio:
-        from tamesu.audio.engines import get_tts, tts_for
-
-        if engine is not None:
-            return await get_tts(engine).synthesize(text, voice=voice, language=language)
-        tts, choice = tts_for(voice, language)
-        return await tts.synthesize(text, voice=choice.voice, language=choice.language or language)
-
-    async def transcribe(
-        self, audio: Audio, *, language: str | None = None, engine: str | None = None
-    ) -> Transcription:
-        from tamesu.audio.engines import get_stt
-
-        return await get_stt(engine).transcribe(audio, language=language)
-
-    def stats(self) -> dict[str, Any]:
-        from tamesu.audio.engines import engine_stats
-
-        return {"pool": "local", "engines": engine_stats()}
-
-
-_local: LocalSpeechPool | None = None
-
-
-def local_speech_pool() -> LocalSpeechPool:
-    """The process's own engines as a pool: what a call uses when its run's services name none."""
-    global _local
-    if _local is None:
-        _local = LocalSpeechPool()
-    return _local
 
 
 class SynthesisRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -43,8 +43,8 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from tamesu.actors.pools import LocalSpeechPool, SpeechPool  # noqa: E402
 from tamesu.audio.codec import ulaw_decode, ulaw_encode  # noqa: E402
+from tamesu.audio.speech_pool import LocalSpeechPool, SpeechPool  # noqa: E402
 from tamesu.clock import MonotonicClock  # noqa: E402
 from tamesu.kernel.messages import AgentTurn, UserTurn  # noqa: E402
 from tamesu.secrets import Redactor  # noqa: E402

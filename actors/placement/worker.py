@@ -29,9 +29,9 @@ from tamesu.kernel.outcome import GraphOutcome
 from ..graph import RunGraph
 
 if TYPE_CHECKING:
+    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.runner.spec import RunSpec
 
-    from ..pools import SpeechPool
     from ..services import RunServices
 
 __all__ = ["DONE", "FAILED", "NEED_PARTS", "OBJECT", "RunItem", "RunWorker", "SpecSplitter", "read_outcome"]

@@ -27,7 +27,7 @@ from tamesu.targets.faults import AgentFaults
 if TYPE_CHECKING:
     import httpx
 
-    from tamesu.actors.pools import SpeechPool
+    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.clock import Clock
     from tamesu.config.suite import Test
     from tamesu.config.target import TargetConfig

@@ -44,10 +44,11 @@ from tamesu.kernel.messages import (
 )
 
 from .caller import Caller
-from .lane import CallAudio, CallReport
+from .lane import CallAudio
 from .line import caller_noise
 from .listener import Listener
 from .pump import FramePump
+from .stage import CallReport
 from .turns import Conversation
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class VoiceSession:
     def __init__(
         self, settings: VoiceSettings, ctx: TargetContext, wire: VoiceWire, *, pump: FramePump | None = None
     ) -> None:
-        from tamesu.actors.pools import local_speech_pool
+        from tamesu.audio.speech_pool import local_speech_pool
 
         self.settings = settings
         self.ctx = ctx
@@ -134,7 +135,7 @@ class VoiceSession:
     async def start(self) -> None:
         """Open the line: the pump starts sending the caller's frames (silence until it speaks)."""
         if self.settings.recording_dir is not None:
-            from tamesu.runner.results import safe_name
+            from tamesu.untrusted import safe_name
 
             from .recording import CallRecording
 

@@ -9,14 +9,13 @@ import pytest
 from tamesu.actors.pools import (
     Autoscaler,
     Batcher,
-    LocalSpeechPool,
     SpeechServer,
     SynthesisRequest,
     TranscriptionRequest,
     audio_of,
-    local_speech_pool,
     transcription_of,
 )
+from tamesu.audio.speech_pool import LocalSpeechPool, local_speech_pool
 from tamesu.errors import ConfigError
 
 from .engines import register

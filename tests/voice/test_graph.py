@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tamesu.actors.graph import run_graph
-from tamesu.actors.pools import LocalSpeechPool
 from tamesu.actors.services import RunServices
+from tamesu.audio.speech_pool import LocalSpeechPool
 from tamesu.config.loader import load_suite
 from tamesu.kernel.events import VoiceCall, VoiceTurn
 from tamesu.runner.plan import plan
