@@ -15,7 +15,17 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["json_bytes", "loads_json", "paint", "printable", "storable", "storable_text", "table", "xml_text"]
+__all__ = [
+    "json_bytes",
+    "loads_json",
+    "paint",
+    "printable",
+    "safe_name",
+    "storable",
+    "storable_text",
+    "table",
+    "xml_text",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_IN_JSON = re.compile(r"\\u[dD][89a-fA-F]")
@@ -26,6 +36,7 @@ _TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2
 the bidirectional overrides that reorder what is shown, and lone surrogates."""
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 """Characters XML 1.0 cannot hold, even as character references."""
+_UNSAFE_IN_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
 _CODES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "bold": "1", "dim": "2"}
 
 
@@ -110,3 +121,13 @@ def table(rows: Sequence[Sequence[str]], *, header: Sequence[str] | None = None,
         line = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip()
         lines.append(paint(line, "bold", color) if header and n == 0 else line)
     return "\n".join(lines)
+
+
+def safe_name(text: str, *, key: str | None = None, limit: int = 60) -> str:
+    """A file name that keeps the text readable and cannot collide (a short hash of ``key or text``):
+    a run id or test name may hold anything, a path separator included."""
+    import hashlib
+
+    slug = _UNSAFE_IN_NAMES.sub("_", text).strip("._")[:limit] or "run"
+    digest = hashlib.sha1((key or text).encode()).hexdigest()[:8]
+    return f"{slug}-{digest}"

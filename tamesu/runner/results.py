@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import queue
@@ -35,7 +34,7 @@ from tamesu.kernel.outcome import RunResult
 from tamesu.kernel.transcript import FORMAT, check_format
 from tamesu.runner.durable import RunDirLock, append_lines, mend_tail
 from tamesu.runner.verdict import final_results, run_key
-from tamesu.untrusted import json_bytes
+from tamesu.untrusted import json_bytes, safe_name
 
 if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
@@ -48,7 +47,6 @@ __all__ = [
     "latest_run_dir",
     "output_dir",
     "redact_result",
-    "safe_name",
 ]
 
 DEFAULT_OUTPUT = "tamesu-runs"
@@ -62,13 +60,6 @@ def output_dir(output: str | os.PathLike[str] | None, project_dir: Path | None) 
     base = project_dir if project_dir is not None else Path.cwd()
     path = Path(output) if output else Path(DEFAULT_OUTPUT)
     return path if path.is_absolute() else base / path
-
-
-def safe_name(text: str, *, key: str | None = None, limit: int = 60) -> str:
-    """A file name that keeps the text readable and cannot collide (a short hash of ``key or text``)."""
-    slug = _UNSAFE.sub("_", text).strip("._")[:limit] or "run"
-    digest = hashlib.sha1((key or text).encode()).hexdigest()[:8]
-    return f"{slug}-{digest}"
 
 
 def redact_result(result: RunResult, redactor: Redactor | None) -> RunResult:

@@ -11,9 +11,10 @@ import pytest
 from tamesu.errors import UsageError
 from tamesu.kernel.outcome import RunResult
 from tamesu.kernel.transcript import Transcript, Turn
-from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir, safe_name
+from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
 from tamesu.runner.verdict import TestVerdict, exit_code, final_results
 from tamesu.secrets import Redactor
+from tamesu.untrusted import safe_name
 
 
 def result(
