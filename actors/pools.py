@@ -2,7 +2,7 @@
 
 A voice call asks the speech pool of its run's services (``RunServices.speech``) to synthesise
 the caller's words and transcribe the agent's. In one process that is ``LocalSpeechPool``
-(``tamesu.audio.speech_pool``): the process's own engines. On Ray each worker's services hold a client of
+(``tamesu.speech_pool``): the process's own engines. On Ray each worker's services hold a client of
 a pool of engine actors instead (``RaySpeechClient``), shared by all calls of the cluster, with
 ``num_gpus`` for STT where the cluster has GPUs and a replica count that follows the load. Calls
 never know which one they got: both have the same three methods.
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from tamesu.audio.speech_pool import LocalSpeechPool
+from tamesu.speech_pool import LocalSpeechPool
 
 if TYPE_CHECKING:
-    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.audio.stt import Transcription
     from tamesu.audio.tts import Audio
+    from tamesu.speech_pool import SpeechPool
 
 __all__ = [
     "Autoscaler",

@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.audio.speech_pool import local_speech_pool
 from tamesu.clock import MonotonicClock
 from tamesu.secrets import Redactor
+from tamesu.speech_pool import local_speech_pool
 
 if TYPE_CHECKING:
     import httpx
 
-    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.clock import Clock
     from tamesu.models.router import ModelRouter
+    from tamesu.speech_pool import SpeechPool
 
 __all__ = ["RunServices", "make_http_client"]
 

@@ -520,7 +520,7 @@ def speech_bench(calls: int) -> dict[str, Any]:
     have = available()
     if not (have["tts"]["piper"]["installed"] and have["stt"]["whisper"]["installed"]):
         return {"skipped": "Piper or Whisper is not installed"}
-    from tamesu.audio.speech_pool import LocalSpeechPool
+    from tamesu.speech_pool import LocalSpeechPool
 
     async def work(pool: Any) -> dict[str, Any]:
         sem = asyncio.Semaphore(4)

@@ -44,10 +44,10 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tamesu.audio.codec import ulaw_decode, ulaw_encode  # noqa: E402
-from tamesu.audio.speech_pool import LocalSpeechPool, SpeechPool  # noqa: E402
 from tamesu.clock import MonotonicClock  # noqa: E402
 from tamesu.kernel.messages import AgentTurn, UserTurn  # noqa: E402
 from tamesu.secrets import Redactor  # noqa: E402
+from tamesu.speech_pool import LocalSpeechPool, SpeechPool  # noqa: E402
 from tamesu.targets.base import TargetContext  # noqa: E402
 from tamesu.templates import Scope  # noqa: E402
 from tamesu.voice import FramePump, VoiceSession, VoiceSettings  # noqa: E402

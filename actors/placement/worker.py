@@ -29,8 +29,8 @@ from tamesu.kernel.outcome import GraphOutcome
 from ..graph import RunGraph
 
 if TYPE_CHECKING:
-    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.runner.spec import RunSpec
+    from tamesu.speech_pool import SpeechPool
 
     from ..services import RunServices
 

@@ -27,7 +27,6 @@ from tamesu.targets.faults import AgentFaults
 if TYPE_CHECKING:
     import httpx
 
-    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.clock import Clock
     from tamesu.config.suite import Test
     from tamesu.config.target import TargetConfig
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
     from tamesu.secrets import Redactor
+    from tamesu.speech_pool import SpeechPool
     from tamesu.templates import Scope
 
 __all__ = ["TargetAdapter", "TargetContext", "target", "targets", "turn_text"]

@@ -7,7 +7,7 @@ listener (VAD, DTMF, STT: ``listener``) and the recorder (``recording``); they e
 ``AudioBatch`` per tick per lane, driven by the process's ``FramePump``. ``session`` is the call's
 side of it for the run: turn-taking and barge-in (``turns``), the turns' timings and messages;
 ``voice_metrics`` measures the call from its audio. The speech engines are the run's speech
-pool (``tamesu.audio.speech_pool``; on Ray ``tamesu.actors.pools``), passed in through the target's context.
+pool (``tamesu.speech_pool``; on Ray ``tamesu.actors.pools``), passed in through the target's context.
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ from .stage import Stage
 
 if TYPE_CHECKING:
     from tamesu.audio.behaviour import BehaviourRNG
-    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.clock import Clock
+    from tamesu.speech_pool import SpeechPool
 
     from .lane import Lane
     from .session import VoiceWire

@@ -18,7 +18,7 @@ agent's audio as ``AudioFrame``, ``AgentMark``, ``AgentClear``) goes to the tran
 A stage handles a message at once, in the ticker's task: a frame cannot wait for a task switch.
 With ``boundary`` every message is encoded and decoded on its way into a stage (and to a call), as
 if each stage sat in another process (the tests use it, so that the stages stay honest about what they share).
-The heavy engines are not stages of a lane: TTS and STT are shared pools (``tamesu.audio.speech_pool``)
+The heavy engines are not stages of a lane: TTS and STT are shared pools (``tamesu.speech_pool``)
 that the calls reach through the run's services.
 """
 

@@ -25,8 +25,8 @@ from .speech import transcribe
 from .stage import Stage, rows_of
 
 if TYPE_CHECKING:
-    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.audio.timing import Segment
+    from tamesu.speech_pool import SpeechPool
 
     from .lane import CallAudio, Lane
     from .settings import VoiceSettings

@@ -88,7 +88,7 @@ class VoiceSession:
     def __init__(
         self, settings: VoiceSettings, ctx: TargetContext, wire: VoiceWire, *, pump: FramePump | None = None
     ) -> None:
-        from tamesu.audio.speech_pool import local_speech_pool
+        from tamesu.speech_pool import local_speech_pool
 
         self.settings = settings
         self.ctx = ctx

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from tamesu.audio.speech_pool import SpeechPool
     from tamesu.audio.stt import Transcription
+    from tamesu.speech_pool import SpeechPool
 
 __all__ = [
     "NOMINAL_DBFS",
@@ -127,7 +127,7 @@ async def render_speech(
     own engines); cached per pool and (engine, voice, language, text, rate). ``engine`` forces a
     TTS engine by name; otherwise the persona voice decides.
     """
-    from tamesu.audio.speech_pool import local_speech_pool
+    from tamesu.speech_pool import local_speech_pool
 
     pool = pool or local_speech_pool()
     cache = _caches.get(pool)
@@ -164,8 +164,8 @@ async def transcribe(
     engine: str | None = None,
 ) -> Transcription:
     """What the agent said in ``samples``, heard by ``pool`` (None: this process's own engines)."""
-    from tamesu.audio.speech_pool import local_speech_pool
     from tamesu.audio.tts import Audio
+    from tamesu.speech_pool import local_speech_pool
 
     audio = Audio(np.asarray(samples, dtype=np.int16), rate)
     return await (pool or local_speech_pool()).transcribe(audio, language=language, engine=engine)

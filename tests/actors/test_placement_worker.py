@@ -172,7 +172,7 @@ async def test_a_run_that_cannot_start_fails_alone(worker: RunWorker) -> None:
 
 
 async def test_the_runs_of_a_worker_use_the_speech_pool_it_was_given() -> None:
-    from tamesu.audio.speech_pool import LocalSpeechPool
+    from tamesu.speech_pool import LocalSpeechPool
 
     class ClusterPool(LocalSpeechPool):
         """Stands in for the client of a speech pool on other nodes."""

@@ -15,8 +15,8 @@ from tamesu.actors.pools import (
     audio_of,
     transcription_of,
 )
-from tamesu.audio.speech_pool import LocalSpeechPool, local_speech_pool
 from tamesu.errors import ConfigError
+from tamesu.speech_pool import LocalSpeechPool, local_speech_pool
 
 from .engines import register
 

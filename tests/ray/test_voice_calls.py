@@ -15,6 +15,7 @@ ray = pytest.importorskip("ray")
 from tamesu.actors.placement.ray import RayPlacement  # noqa: E402
 from tamesu.actors.pools import Autoscaler  # noqa: E402
 from tamesu.config.loader import load_suite  # noqa: E402
+from tamesu.kernel.events import VoiceCall  # noqa: E402
 from tamesu.runner.plan import plan  # noqa: E402
 
 from ..voice import peers  # noqa: E402
@@ -80,5 +81,5 @@ async def test_a_call_speaks_through_the_pool_replicas_and_passes_as_in_one_proc
     assert (greeting.role, user.role, answer.role) == ("agent", "user", "agent")
     assert user.text == "one two three" and answer.first_audio_at is not None
     assert served == 1, "the caller's line was synthesised by the pool's replica, not in the worker"
-    recording = next(e for e in outcome.transcript.events if e["type"] == "voice_call")["recording"]
-    assert (tmp_path / "out" / recording).is_file()
+    recording = next(e for e in outcome.transcript.events if isinstance(e, VoiceCall)).recording
+    assert recording is not None and (tmp_path / "out" / recording).is_file()

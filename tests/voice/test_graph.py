@@ -9,10 +9,10 @@ import pytest
 
 from tamesu.actors.graph import run_graph
 from tamesu.actors.services import RunServices
-from tamesu.audio.speech_pool import LocalSpeechPool
 from tamesu.config.loader import load_suite
 from tamesu.kernel.events import VoiceCall, VoiceTurn
 from tamesu.runner.plan import plan
+from tamesu.speech_pool import LocalSpeechPool
 
 from ..virtual_time import LoopClock
 from .peers import AgentScript, Calls, calls
