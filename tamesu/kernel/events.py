@@ -17,6 +17,11 @@ import msgspec
 __all__ = [
     "AgentCleared",
     "AgentDone",
+    "BrowserAction",
+    "BrowserBlocked",
+    "BrowserMocked",
+    "BrowserRecording",
+    "BrowserStep",
     "CaptureSkipped",
     "Captured",
     "CustomEvent",
@@ -164,6 +169,49 @@ class Resubscribed(_Event, tag="a2a_resubscribe", frozen=True):
     reason: str = ""
 
 
+class BrowserStep(_Event, tag="browser_step", frozen=True):
+    """One deterministic step of a browser test (its ``step`` index from 0) and what it found."""
+
+    step: int
+    action: str
+    passed: bool = True
+    message: str = ""
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+    """What the step's action reports (an assertion's expected and seen, an a11y check's counts)."""
+
+
+class BrowserAction(_Event, tag="browser_action", frozen=True):
+    """One action the browser agent took while pursuing a goal."""
+
+    action: str
+    ok: bool = True
+    error: str | None = None
+    details: dict[str, str] = msgspec.field(default_factory=dict)
+    """The action's arguments as the model gave them (role, name, key, url; typed text as its length)."""
+
+
+class BrowserRecording(_Event, tag="browser_recording", frozen=True):
+    """The browser run's video or GIF (and its trace beside it)."""
+
+    format: str
+    path: str
+
+
+class BrowserBlocked(_Event, tag="browser_blocked", frozen=True):
+    """A request or navigation outside the allowed domains, stopped in the browser."""
+
+    url: str
+    method: str = "GET"
+
+
+class BrowserMocked(_Event, tag="browser_mocked", frozen=True):
+    """A request answered by one of the test's mocks instead of the network."""
+
+    url: str
+    method: str = "GET"
+    pattern: str = ""
+
+
 class Tactic(_Event, tag="tactic", frozen=True):
     """A red-team attacker's user turn and the tactic it used."""
 
@@ -204,6 +252,11 @@ TranscriptEvent = (
     | DtmfUnsupported
     | RemoteMessage
     | Resubscribed
+    | BrowserStep
+    | BrowserAction
+    | BrowserRecording
+    | BrowserBlocked
+    | BrowserMocked
     | Tactic
     | DetectorSkipped
     | CustomEvent
@@ -211,10 +264,11 @@ TranscriptEvent = (
 
 
 def upgrade_event(data: Mapping[str, Any]) -> TranscriptEvent:
-    """An event of an unversioned transcript (a dict with a ``type``) as its class; one that does
-    not fit any class is kept whole as a ``CustomEvent``."""
+    """An event of an unversioned transcript (a dict with a ``type``) as its class, its keys the
+    class has no field for kept in its ``details`` (when it has them); one that fits no class is
+    kept whole as a ``CustomEvent``."""
     try:
-        return msgspec.convert(dict(data), TranscriptEvent)  # type: ignore[arg-type]
+        event: TranscriptEvent = msgspec.convert(dict(data), TranscriptEvent, strict=False)  # type: ignore[arg-type]
     except (msgspec.ValidationError, TypeError):
         rest = {k: v for k, v in data.items() if k not in ("type", "at")}
         at = data.get("at")
@@ -223,3 +277,8 @@ def upgrade_event(data: Mapping[str, Any]) -> TranscriptEvent:
             data=rest,
             at=float(at) if isinstance(at, (int, float)) else 0.0,
         )
+    fields = type(event).__struct_fields__
+    extra = {k: v for k, v in data.items() if k not in fields and k != "type"}
+    if extra and "details" in fields:
+        return msgspec.structs.replace(event, details={**extra, **event.details})  # type: ignore[union-attr]
+    return event

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from tamesu.config.targets.browser import BrowserTarget
 from tamesu.errors import TargetError
+from tamesu.kernel.events import BrowserAction, BrowserBlocked, BrowserMocked, BrowserRecording, BrowserStep
 from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
 
@@ -194,9 +195,9 @@ class BrowserAdapter(TargetAdapter):
         fresh = self.gate.notes[self._notes_sent :]
         self._notes_sent = len(self.gate.notes)
         now = self.ctx.clock.now()
-        out = [Event(name=name, data=data, at=now) for name, data in fresh]
+        out = [Event(event=request_event(name, data, now), at=now) for name, data in fresh]
         if self.runner is not None:
-            out += [Event(name="browser_action", data=a, at=now) for a in self.runner.actions]
+            out += [Event(event=action_event(a, now), at=now) for a in self.runner.actions]
             self.runner.actions.clear()
         return out
 
@@ -217,15 +218,17 @@ class BrowserAdapter(TargetAdapter):
         clock = self.ctx.clock
         if user is None:
             if self.recorder is not None:
-                data = {"format": self.recorder.fmt, "path": str(self.recorder.path)}
-                yield Event(name="browser_recording", data=data, at=clock.now())
+                recording = BrowserRecording(
+                    format=self.recorder.fmt, path=str(self.recorder.path), at=clock.now()
+                )
+                yield Event(event=recording, at=recording.at)
             for index, step in enumerate(self._steps()):
                 try:
                     event = await self.runner.run(index, step)
                 except StepFailed as failed:
                     for note in self._notes():
                         yield note
-                    yield Event(name="browser_step", data=failed.event, at=clock.now())
+                    yield Event(event=step_event(failed.event, clock.now()), at=clock.now())
                     yield AgentTurn(text="", done=True, at=clock.now())
                     return
                 except PlaywrightError as exc:
@@ -234,7 +237,7 @@ class BrowserAdapter(TargetAdapter):
                     ) from None
                 for note in self._notes():
                     yield note
-                yield Event(name="browser_step", data=event, at=clock.now())
+                yield Event(event=step_event(event, clock.now()), at=clock.now())
             try:
                 greeting = await self.chat.messages()
             except PlaywrightError:
@@ -251,3 +254,35 @@ class BrowserAdapter(TargetAdapter):
         for note in self._notes():
             yield note
         yield AgentTurn(text="\n".join(answer), at=clock.now())
+
+
+def step_event(data: dict[str, Any], at: float) -> BrowserStep:
+    """A step's event as the transcript keeps it: what every step has, then what its action found."""
+    rest = {k: v for k, v in data.items() if k not in ("step", "action", "passed", "message")}
+    return BrowserStep(
+        step=int(data.get("step", 0)),
+        action=str(data.get("action", "")),
+        passed=bool(data.get("passed", True)),
+        message=str(data.get("message", "")),
+        details=rest,
+        at=at,
+    )
+
+
+def action_event(record: dict[str, str], at: float) -> BrowserAction:
+    rest = {k: v for k, v in record.items() if k not in ("action", "ok", "error")}
+    return BrowserAction(
+        action=record.get("action", ""),
+        ok=record.get("ok") == "true",
+        error=record.get("error"),
+        details=rest,
+        at=at,
+    )
+
+
+def request_event(name: str, data: dict[str, Any], at: float) -> BrowserBlocked | BrowserMocked:
+    """What the gate did with a request: blocked it, or answered it from a mock."""
+    url, method = str(data.get("url", "")), str(data.get("method", "GET"))
+    if name == "browser_mocked":
+        return BrowserMocked(url=url, method=method, pattern=str(data.get("pattern", "")), at=at)
+    return BrowserBlocked(url=url, method=method, at=at)

@@ -31,6 +31,13 @@ SAMPLES: list[ev.TranscriptEvent] = [
     ev.DtmfUnsupported(digits="5", at=0.5),
     ev.RemoteMessage(agent="billing", direction="received", text="refund ORD-1", data=[{"order": "ORD-1"}]),
     ev.Resubscribed(task="t-1", reason="stream closed", at=2.5),
+    ev.BrowserStep(
+        step=0, action="assert_text", passed=False, message="no 'Sold out'", details={"expected": "x"}
+    ),
+    ev.BrowserAction(action="click", ok=False, error="not found", details={"role": "button", "name": "Buy"}),
+    ev.BrowserRecording(format="webm", path="browser/run/recording.webm", at=0.1),
+    ev.BrowserBlocked(url="http://elsewhere/api", method="POST"),
+    ev.BrowserMocked(url="http://shop/api/stock", pattern="**/api/stock*"),
     ev.Tactic(turn=2, tactic="reframe", source="simulator", at=1.1),
     ev.DetectorSkipped(detector="judge_leak", reason="no judge model", at=5.0),
     ev.CustomEvent(name="room_joined", data={"room": "r1", "peers": 2}, at=0.2),
@@ -97,3 +104,12 @@ def test_a_transcript_of_a_newer_format_is_refused_by_name() -> None:
         UsageError, match="newer tamesu \\(results format 3\\); this one reads formats up to 2"
     ):
         Transcript.from_json(json.dumps({"format": 3, "run_id": "r", "events": [{"type": "warp"}]}))
+
+
+def test_an_unversioned_event_keeps_what_its_class_has_no_field_for_in_its_details() -> None:
+    step = ev.upgrade_event(
+        {"type": "browser_step", "step": 1, "action": "a11y", "passed": True, "violations": 0}
+    )
+    assert step == ev.BrowserStep(step=1, action="a11y", details={"violations": 0})
+    action = ev.upgrade_event({"type": "browser_action", "action": "press", "ok": "false", "key": "Tab"})
+    assert action == ev.BrowserAction(action="press", ok=False, details={"key": "Tab"})

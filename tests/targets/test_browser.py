@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -18,6 +18,7 @@ from playwright.async_api import Error as PlaywrightError
 from tamesu.config.suite import Step
 from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
+from tamesu.kernel.events import BrowserAction, BrowserBlocked, BrowserMocked, BrowserRecording, BrowserStep
 from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.targets import browser_steps
 from tamesu.targets.browser import BrowserAdapter
@@ -73,8 +74,19 @@ class Page:
         return out
 
 
+E = TypeVar("E")
+
+
+def events_of(messages: list[Message], kind: type[E]) -> list[E]:
+    return [m.event for m in messages if isinstance(m, Event) and isinstance(m.event, kind)]
+
+
 def steps_of(messages: list[Message]) -> list[dict[str, Any]]:
-    return [m.data for m in messages if isinstance(m, Event) and m.name == "browser_step"]
+    """Each step's event as one mapping: its index, action, passed, message and details."""
+    return [
+        {**e.details, "step": e.step, "action": e.action, "passed": e.passed, "message": e.message}
+        for e in events_of(messages, BrowserStep)
+    ]
 
 
 async def test_the_chat_widget_is_a_conversation_with_the_demo_agent(
@@ -195,8 +207,8 @@ async def test_mocks_answer_from_the_first_page_and_the_mock_step_adds_more(
     out = await page.open()
     assert all(e["passed"] for e in steps_of(out)), steps_of(out)
     assert not any("/api/stock" in r for r in web.requests)
-    mocked = [m.data for m in out if isinstance(m, Event) and m.name == "browser_mocked"]
-    assert [m["pattern"] for m in mocked] == ["**/api/stock*", "/api/stock", "/api/stock"]
+    mocked = events_of(out, BrowserMocked)
+    assert [m.pattern for m in mocked] == ["**/api/stock*", "/api/stock", "/api/stock"]
 
 
 async def test_requests_and_navigations_outside_the_allowed_domains_never_leave_the_browser(
@@ -217,7 +229,7 @@ async def test_requests_and_navigations_outside_the_allowed_domains_never_leave_
     assert page.adapter.page is not None
     with pytest.raises(PlaywrightError, match="ERR_BLOCKED_BY_CLIENT"):
         await page.adapter.page.goto(f"{other}/account")
-    blocked = [m.data["url"] for m in out if isinstance(m, Event) and m.name == "browser_blocked"]
+    blocked = [m.url for m in events_of(out, BrowserBlocked)]
     assert blocked == [f"{other}/api/stock"]
     assert page.adapter.gate is not None and page.adapter.gate.notes[-1][1]["url"] == f"{other}/account"
     assert not any(r.startswith("GET localhost") for r in web.requests), web.requests
@@ -351,9 +363,9 @@ async def test_a_run_is_recorded_and_a_failed_one_keeps_its_trace(
     ]
     page = Page(harness, {"url": url, "browser": {"recording": fmt}}, steps, tmp_path)
     out = await page.open()
-    [announced] = [m.data for m in out if isinstance(m, Event) and m.name == "browser_recording"]
+    [announced] = events_of(out, BrowserRecording)
     await page.adapter.stop()
-    video = Path(announced["path"])
+    video = Path(announced.path)
     assert video.name == f"recording.{fmt}" and video.stat().st_size > 0
     assert video.read_bytes()[:4] == (b"\x1aE\xdf\xa3" if fmt == "webm" else b"GIF8")
     assert (video.parent / "trace.zip").stat().st_size > 0
@@ -370,7 +382,7 @@ async def test_a_passing_run_keeps_no_trace_and_recording_off_records_nothing(
         tmp_path,
     )
     out = await page.open()
-    assert not [m for m in out if isinstance(m, Event) and m.name == "browser_recording"]
+    assert not events_of(out, BrowserRecording)
     await page.adapter.stop()
     assert [p.name for p in (tmp_path / "browser").rglob("*") if p.is_file()] == []
 
@@ -532,13 +544,9 @@ async def test_a_goal_step_lets_the_browser_agent_act_on_the_accessibility_snaps
         page.adapter.ctx.models = scripted_router(server)
         page.adapter.ctx.scope.set("vars.email", "marta@example.com")
         out = await page.open()
-    actions = [m.data for m in out if isinstance(m, Event) and m.name == "browser_action"]
-    assert [(a["action"], a["ok"]) for a in actions] == [
-        ("fill", "true"),
-        ("click", "false"),
-        ("click", "true"),
-    ]
-    assert actions[0]["chars"] == "17" and "text" not in actions[0]
+    actions = events_of(out, BrowserAction)
+    assert [(a.action, a.ok) for a in actions] == [("fill", True), ("click", False), ("click", True)]
+    assert actions[0].details["chars"] == "17" and "text" not in actions[0].details
     first = server.requests[0]["messages"][-1]["content"]
     assert "Goal: Subscribe to the newsletter as marta@example.com" in first
     assert 'button "Subscribe"' in first
@@ -560,7 +568,7 @@ async def test_a_goal_not_met_within_max_goal_steps_fails_the_run(
         page.adapter.ctx.models = scripted_router(server)
         page.adapter.ctx.max_goal_steps = 2
         out = await page.open()
-    assert len([m for m in out if isinstance(m, Event) and m.name == "browser_action"]) == 2
+    assert len(events_of(out, BrowserAction)) == 2
     [result] = page.adapter.results()
     assert not result.passed and not result.error
     assert result.message == "step 1 (goal): the goal was not met within 2 actions"
