@@ -49,9 +49,10 @@ def _age(seconds: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tamesu.commands import EXIT_INFRA, table
+    from tamesu.commands import EXIT_INFRA
     from tamesu.errors import UsageError
     from tamesu.load.jobs import RayJobs, exit_code_of, visible
+    from tamesu.untrusted import table
 
     from .submit import fetch_results, follow_job
 
