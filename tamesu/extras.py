@@ -2,15 +2,35 @@
 
 One table for ``tamesu doctor`` and for the checks that tell a suite's author which extra a test
 needs. Whether an extra is installed is answered without importing it (``find_spec``), so
-``tamesu validate`` stays fast and a broken optional package cannot break it.
+``tamesu validate`` stays fast and a broken optional package cannot break it. What a browser
+target needs besides Python packages is found here too: the system's Chromium (``chromium_path``)
+and the vendored axe-core of a11y steps (``axe_missing``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["EXTRAS", "Extra", "is_installed", "missing_modules"]
+__all__ = [
+    "AXE_FETCH_COMMAND",
+    "AXE_FILE",
+    "CHROMIUM_PATHS",
+    "EXTRAS",
+    "Extra",
+    "axe_missing",
+    "chromium_path",
+    "is_installed",
+    "missing_modules",
+]
+
+CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+AXE_FILE = Path(__file__).resolve().parent / "data" / "vendor" / "axe.min.js"
+"""axe-core, vendored by ``AXE_FETCH_COMMAND`` (its checksum pinned in ``tamesu.targets.browser_a11y``)."""
+AXE_FETCH_COMMAND = "python -m tamesu.targets.browser_a11y"
 
 
 @dataclass(frozen=True)
@@ -75,3 +95,25 @@ def is_installed(module: str) -> bool:
 
 def missing_modules(modules: tuple[str, ...] | list[str]) -> list[str]:
     return [m for m in modules if not is_installed(m)]
+
+
+def chromium_path() -> str:
+    """The Chromium executable a browser target launches; never a downloaded one."""
+    from tamesu.errors import MissingExtraError
+
+    named = os.environ.get("TAMESU_CHROMIUM")
+    if named:
+        if not os.path.exists(named):
+            raise MissingExtraError(f"Chromium (TAMESU_CHROMIUM={named})", debian="chromium")
+        return named
+    for path in (*CHROMIUM_PATHS, shutil.which("chromium") or ""):
+        if path and os.path.exists(path):
+            return path
+    raise MissingExtraError("Chromium (for browser targets)", debian="chromium")
+
+
+def axe_missing() -> str | None:
+    """Why an a11y step cannot run here (axe-core not vendored); None when it can."""
+    if AXE_FILE.is_file():
+        return None
+    return f"axe-core not vendored: run {AXE_FETCH_COMMAND}"

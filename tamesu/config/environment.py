@@ -28,6 +28,7 @@ __all__ = [
     "audio_tests",
     "check_environment",
     "unset_variables",
+    "unsupported_step",
 ]
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -75,7 +76,7 @@ class Reach:
     """Which tests each part of a suite (and of its tamesu.yaml) reaches, and what each test uses."""
 
     def __init__(self, suite: Mapping[str, Any], project: Mapping[str, Any] | None = None) -> None:
-        from tamesu.config.checks import assertion_lists, model_needs
+        from tamesu.config.model_needs import assertion_lists, model_needs
 
         self.suite, self.project = suite, project or {}
         raw_tests = suite.get("tests")
@@ -200,7 +201,7 @@ class _Report:
         )  # fmt: skip
 
     def _project(self) -> tuple[str, Positions]:
-        from tamesu.config.loader import display_path, read_doc
+        from tamesu.config.yamlload import display_path, read_doc
 
         if self.project_file is None:  # a project given as data alone
             return "tamesu.yaml", Positions()
@@ -220,7 +221,7 @@ def check_environment(
     project_dir: Path | None = None,
 ) -> list[Unrunnable]:
     """Every part of a valid suite that this environment cannot run, with the tests it reaches."""
-    from tamesu.config.loader import PROJECT_FILE
+    from tamesu.config.yamlload import PROJECT_FILE
 
     reach = Reach(data, project)
     report = _Report(reach, file, positions, project_dir / PROJECT_FILE if project_dir else None)
@@ -308,7 +309,7 @@ def _adapters(report: _Report, data: Mapping[str, Any]) -> None:
 
 def _evaluators(report: _Report, data: Mapping[str, Any]) -> None:
     """An assertion kind registered with no evaluator."""
-    from tamesu.config.checks import assertion_lists
+    from tamesu.config.model_needs import assertion_lists
 
     without = assertion_kinds.without_evaluator()
     for path, items in assertion_lists(dict(data)):
@@ -386,6 +387,16 @@ def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
         )  # fmt: skip
 
 
+def unsupported_step(step: Any) -> str | None:
+    """Why this installation cannot run a browser step (an a11y step without axe-core); None when
+    it can. Validate warns of it, and the step runner refuses the step with the same words."""
+    if next(iter(step.action or {}), "") == "a11y":
+        from tamesu.extras import axe_missing
+
+        return axe_missing()
+    return None
+
+
 def _browser(report: _Report, data: Mapping[str, Any]) -> None:
     """browser targets need Chromium (and Playwright, the browser extra the registry names); a step this
     installation cannot run (a11y without axe-core vendored) makes its test an error that says so."""
@@ -393,15 +404,13 @@ def _browser(report: _Report, data: Mapping[str, Any]) -> None:
     if not names:
         return
     from tamesu.errors import MissingExtraError
-    from tamesu.targets.browser_session import chromium_path
+    from tamesu.extras import chromium_path
 
     try:
         chromium_path()
     except MissingExtraError as exc:
         for name in names:
             report.add(str(exc), ("targets", name, "type"), kind="extra", hint="apt-get install chromium")
-    from tamesu.targets.browser_steps import unsupported_step
-
     for i, test in enumerate(data.get("tests") or []):
         steps = test.get("steps") if isinstance(test, Mapping) else None
         for j, step in enumerate(steps or []):

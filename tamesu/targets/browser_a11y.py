@@ -22,19 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import TargetError
+from tamesu.extras import AXE_FILE
 
 if TYPE_CHECKING:
     from playwright.async_api import ElementHandle, Page
 
 __all__ = [
-    "AXE_FILE",
     "AXE_INTEGRITY",
     "AXE_VERSION",
-    "FETCH_COMMAND",
     "IMPACTS",
     "A11y",
     "a11y_spec",
-    "axe_missing",
     "check_page",
     "describe",
     "extract_axe",
@@ -47,8 +45,6 @@ AXE_INTEGRITY = (
     "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ=="
 )
 """The npm registry's integrity of the axe-core tarball; a tarball that differs is refused."""
-AXE_FILE = Path(__file__).resolve().parent.parent / "data" / "vendor" / "axe.min.js"
-FETCH_COMMAND = "python -m tamesu.targets.browser_a11y"
 IMPACTS = ("minor", "moderate", "serious", "critical")
 """axe-core's impacts, least to most severe."""
 CHECK_TIMEOUT = 60.0
@@ -108,13 +104,6 @@ def a11y_spec(arg: Any) -> A11y:
     if ref is not None and (not isinstance(ref, str) or not ref):
         raise _config("a11y.ref is an element selector")
     return A11y(impact, tuple(rules), ref)
-
-
-def axe_missing() -> str | None:
-    """Why the a11y step cannot run here (axe-core not vendored); None when it can."""
-    if AXE_FILE.is_file():
-        return None
-    return f"axe-core not vendored: run {FETCH_COMMAND}"
 
 
 async def check_page(page: Page, spec: A11y, element: ElementHandle | None = None) -> list[dict[str, Any]]:

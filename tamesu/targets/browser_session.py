@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tamesu.errors import MissingExtraError, TargetError
+from tamesu.extras import chromium_path
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Playwright, Route
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
     from tamesu.config.targets.browser import BrowserMock
 
 __all__ = [
-    "CHROMIUM_PATHS",
     "Gate",
     "close_shared_browsers",
     "domain_allowed",
@@ -37,7 +35,6 @@ __all__ = [
     "url_matches",
 ]
 
-CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 """Where Debian and friends put Chromium; ``TAMESU_CHROMIUM`` names another."""
 MAX_NOTES = 200
 """The most blocked or mocked requests one run notes in its transcript."""
@@ -51,19 +48,6 @@ class _Shared:
 
 _browsers: dict[asyncio.AbstractEventLoop, _Shared] = {}
 _locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
-
-
-def chromium_path() -> str:
-    """The Chromium executable to launch; never a downloaded one."""
-    named = os.environ.get("TAMESU_CHROMIUM")
-    if named:
-        if not os.path.exists(named):
-            raise MissingExtraError(f"Chromium (TAMESU_CHROMIUM={named})", debian="chromium")
-        return named
-    for path in (*CHROMIUM_PATHS, shutil.which("chromium") or ""):
-        if path and os.path.exists(path):
-            return path
-    raise MissingExtraError("Chromium (for browser targets)", debian="chromium")
 
 
 async def shared_browser() -> Browser:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
+from tamesu.config.environment import unsupported_step
 from tamesu.durations import parse_duration
 from tamesu.errors import TargetError
 from tamesu.targets.browser_session import Gate, domain_allowed, url_matches
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.outcome import AssertionResult
     from tamesu.templates import Scope
 
-__all__ = ["ACTION_TIMEOUT", "ASSERT_WAIT", "StepFailed", "StepRunner", "unsupported_step"]
+__all__ = ["ACTION_TIMEOUT", "ASSERT_WAIT", "StepFailed", "StepRunner"]
 
 ACTION_TIMEOUT = 10.0
 """Seconds an action waits for its element to be there and ready."""
@@ -62,15 +63,6 @@ class StepFailed(Exception):
         """The check could not be made (a judge that did not answer), rather than failed."""
         self.event: dict[str, Any] = {}
         """The step's event, once the runner has made it."""
-
-
-def unsupported_step(step: Any) -> str | None:
-    """Why this installation cannot run a step (an a11y step without axe-core); None when it can."""
-    if next(iter(step.action or {}), "") == "a11y":
-        from tamesu.targets.browser_a11y import axe_missing
-
-        return axe_missing()
-    return None
 
 
 @dataclass

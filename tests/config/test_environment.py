@@ -208,10 +208,10 @@ def test_an_mcp_or_grpc_target_without_its_extra_is_a_warning_for_the_tests_that
 def test_an_a11y_step_without_axe_core_is_a_warning_for_its_test_alone_naming_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tamesu.targets import browser_a11y
+    from tamesu import extras
 
     monkeypatch.setenv("TAMESU_CHROMIUM", str(tmp_path / "tamesu.yaml"))
-    monkeypatch.setattr(browser_a11y, "AXE_FILE", tmp_path / "vendor" / "axe.min.js")
+    monkeypatch.setattr(extras, "AXE_FILE", tmp_path / "vendor" / "axe.min.js")
     suite = write(tmp_path, targets=_WEB, tests=_A11Y_TESTS)
     found = by_path(warnings(suite))
     browser = {path for path in found if "steps" in path or "web" in path}

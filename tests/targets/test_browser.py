@@ -18,11 +18,12 @@ from playwright.async_api import Error as PlaywrightError
 from tamesu.config.suite import Step
 from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
+from tamesu.extras import chromium_path
 from tamesu.kernel.events import BrowserAction, BrowserBlocked, BrowserMocked, BrowserRecording, BrowserStep
 from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.targets import browser_steps
 from tamesu.targets.browser import BrowserAdapter
-from tamesu.targets.browser_session import chromium_path, close_shared_browsers
+from tamesu.targets.browser_session import close_shared_browsers
 from tamesu.testing.web_shop import WebShop, serve_web_shop
 
 from .conftest import Harness, Serve, load_demo_agent

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from tamesu import extras
 from tamesu.errors import TargetError
-from tamesu.targets import browser_a11y
+from tamesu.extras import AXE_FETCH_COMMAND, axe_missing
 from tamesu.targets.browser_session import close_shared_browsers
 
 from .conftest import Harness, Serve
@@ -17,7 +18,7 @@ from .test_browser import Page, steps_of
 
 pytestmark = pytest.mark.integration
 needs_axe = pytest.mark.skipif(
-    browser_a11y.axe_missing() is not None, reason=f"axe-core is not vendored ({browser_a11y.FETCH_COMMAND})"
+    axe_missing() is not None, reason=f"axe-core is not vendored ({AXE_FETCH_COMMAND})"
 )
 
 PIXEL = "data:image/gif;base64,R0lGODlhAQABAAAAACw="
@@ -134,7 +135,7 @@ async def test_a_secret_on_the_page_is_masked_in_the_findings(
 async def test_without_axe_core_the_step_is_an_error_naming_the_command(
     harness: Harness, site: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(browser_a11y, "AXE_FILE", tmp_path / "absent.js")
+    monkeypatch.setattr(extras, "AXE_FILE", tmp_path / "absent.js")
     page = check(harness, f"{site}/faulty", "serious", tmp_path)
     with pytest.raises(
         TargetError, match=r"axe-core not vendored: run python -m tamesu\.targets\.browser_a11y"
