@@ -14,19 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tamesu.config.model_needs import ModelNeed, assertion_items, model_needs, tests_of
 from tamesu.config.scriptparts import check_script_parts
 from tamesu.config.valuechecks import check_values
 from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
 from tamesu.errors import ConfigError
 from tamesu.templates import DYNAMIC_NAMES, template_names
 
-__all__ = [
-    "ModelNeed",
-    "assertion_lists",
-    "check_document",
-    "check_model_needs",
-    "model_needs",
-]
+__all__ = ["check_document", "check_model_needs"]
 
 
 def did_you_mean(word: str, options: Iterable[str]) -> str:
@@ -136,12 +131,6 @@ def _check_voice(ctx: _Ctx, data: dict[str, Any]) -> None:
                     ctx.error(why, ("tests", i))
 
 
-def _tests(data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for i, test in enumerate(data.get("tests") or []):
-        if isinstance(test, dict):
-            yield i, test
-
-
 def _check_target_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
     targets = list((data.get("targets") or {}).keys())
 
@@ -150,7 +139,7 @@ def _check_target_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
             hint = did_you_mean(name, targets) or f"targets: {', '.join(targets) or 'none defined'}"
             ctx.error(f"unknown target '{name}'", path, hint=hint)
 
-    for i, test in _tests(data):
+    for i, test in tests_of(data):
         check(test.get("target"), ("tests", i, "target"))
         counterpart = test.get("counterpart")
         if isinstance(counterpart, dict):
@@ -185,38 +174,12 @@ def _check_playbooks(ctx: _Ctx, data: dict[str, Any]) -> None:
                 )
 
 
-def assertion_lists(data: dict[str, Any]) -> Iterator[tuple[KeyPath, list[Any]]]:
-    """Every list of assertions in a suite with its key path (tests, defaults, packs, red_team)."""
-    for i, test in _tests(data):
-        if isinstance(test.get("assert"), list):
-            yield ("tests", i, "assert"), test["assert"]
-    defaults = data.get("defaults")
-    if isinstance(defaults, dict) and isinstance(defaults.get("assert"), list):
-        yield ("defaults", "assert"), defaults["assert"]
-    packs = data.get("packs")
-    for name, items in packs.items() if isinstance(packs, dict) else ():
-        if isinstance(items, list):
-            yield ("packs", name), items
-    red_team = data.get("red_team")
-    if isinstance(red_team, dict) and isinstance(red_team.get("assert"), list):
-        yield ("red_team", "assert"), red_team["assert"]
-
-
-def _assertions(data: dict[str, Any]) -> Iterator[tuple[KeyPath, str, Any]]:
-    for path, items in assertion_lists(data):
-        for j, item in enumerate(items):
-            if isinstance(item, dict):
-                for kind, spec in item.items():
-                    if kind != "on_turn":
-                        yield (*path, j, kind), kind, spec
-
-
 def _check_assertion_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
     from tamesu.config.assertions.custom import BUILTIN_PACKS
 
     remote = list((data.get("remote_agents") or {}).keys())
     packs = [*BUILTIN_PACKS, *(data.get("packs") or {}).keys()]
-    for path, kind, spec in _assertions(data):
+    for path, kind, spec in assertion_items(data):
         if kind == "pack" and isinstance(spec, str) and spec not in packs:
             ctx.error(
                 f"unknown pack '{spec}'", path, hint=did_you_mean(spec, packs) or f"packs: {', '.join(packs)}"
@@ -234,7 +197,7 @@ def _check_assertion_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
 
 def _check_quarantine_dates(ctx: _Ctx, data: dict[str, Any]) -> None:
     """The models check the form; a form such as 2026-02-30 still names no real day."""
-    for i, test in _tests(data):
+    for i, test in tests_of(data):
         q = test.get("quarantine")
         until = q.get("until") if isinstance(q, dict) else None
         if isinstance(until, str):
@@ -262,7 +225,7 @@ def _referenced_files(data: dict[str, Any]) -> Iterator[tuple[KeyPath, Any, str]
             _get(target, "auth", "storage_state"),
             "storage_state",
         )
-    for i, test in _tests(data):
+    for i, test in tests_of(data):
         yield ("tests", i, "cases_file"), test.get("cases_file"), "cases_file"
         for k, step in enumerate(_get(test, "scenario", "script") or []):
             for m, f in enumerate(_get(step, "files") or []):
@@ -274,7 +237,7 @@ def _referenced_files(data: dict[str, Any]) -> Iterator[tuple[KeyPath, Any, str]
         noise = _get(test, "persona", "behaviors", "background_noise")
         if isinstance(noise, str) and noise.lower().endswith(".wav"):
             yield ("tests", i, "persona", "behaviors", "background_noise"), noise, "noise file"
-    for path, kind, spec in _assertions(data):
+    for path, kind, spec in assertion_items(data):
         if kind == "golden" and isinstance(spec, dict):
             yield (*path, "file"), spec.get("file"), "golden file"
 
@@ -304,7 +267,7 @@ def _case_vars(ctx: _Ctx, data: dict[str, Any], files_ok: set[KeyPath]) -> dict[
     from tamesu.config.expand import read_cases_file
 
     out: dict[int, set[str]] = {}
-    for i, test in _tests(data):
+    for i, test in tests_of(data):
         names: set[str] = set()
         for case in test.get("cases") or []:
             if isinstance(case, dict):
@@ -331,7 +294,7 @@ def _check_unique_names(
     from tamesu.config.expand import expanded_ids
 
     first: dict[str, int] = {}
-    for i, test in _tests(data):
+    for i, test in tests_of(data):
         name_path: KeyPath = ("tests", i, "name")
         if not isinstance(test.get("name"), str):
             continue
@@ -364,63 +327,6 @@ def _relocate(ctx: _Ctx, exc: ConfigError, i: int) -> None:
     test = ctx.doc.data["tests"][i]
     path: KeyPath = ("tests", i, key) if key in test else ("tests", i, "name")
     ctx.error(exc.message, path, hint=exc.hint)
-
-
-MODEL_PACKS = frozenset(
-    {
-        "prompt_injection",
-        "stays_in_scope",
-        "discloses_ai",
-        "harmful_content",
-        "excessive_agency",
-        "policy_consistency",
-    }
-)
-"""Built-in packs that grade with a judge (tamesu.packs marks them needs_model; a test keeps both in step)."""
-
-
-@dataclass
-class ModelNeed:
-    """A part of a suite that cannot run without a model of this role."""
-
-    path: KeyPath
-    role: str
-    why: str
-
-
-def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
-    """Which parts of a suite need which model role (judge, simulator, embedder, default)."""
-    needs: list[ModelNeed] = []
-    for i, test in _tests(data):
-        scenario = test.get("scenario")
-        if isinstance(scenario, dict) and scenario.get("goal") and not test.get("counterpart"):
-            # with a counterpart, the other agent answers the goal: no model plays the user
-            needs.append(ModelNeed(("tests", i, "scenario", "goal"), "simulator", "a scenario goal"))
-        if isinstance(scenario, dict) and scenario.get("stop_when"):
-            needs.append(ModelNeed(("tests", i, "scenario", "stop_when"), "judge", "a stop_when condition"))
-        for j, cap in enumerate(test.get("capture") or []):
-            if isinstance(cap, dict) and cap.get("extract"):
-                needs.append(ModelNeed(("tests", i, "capture", j, "extract"), "judge", "an extract capture"))
-    targets = data.get("targets") if isinstance(data.get("targets"), dict) else {}
-    for i, test in _tests(data):
-        target = targets.get(test.get("target")) if isinstance(targets, dict) else None
-        if isinstance(target, dict) and target.get("type") == "model" and not target.get("model"):
-            needs.append(ModelNeed(("tests", i, "target"), "default", "a model target without its own model"))
-    roles = {"judge": "judge", "similar_to": "embedder", "grounded": "judge", "evaluator": "judge"}
-    suite_packs = data.get("packs") if isinstance(data.get("packs"), dict) else {}
-    for path, kind, spec in _assertions(data):
-        if kind == "pack" and isinstance(spec, str):
-            items = suite_packs.get(spec) if isinstance(suite_packs, dict) else None
-            kinds = {k for item in items or [] if isinstance(item, dict) for k in item}
-            if (items is None and spec in MODEL_PACKS) or kinds & {*roles, "golden", "handoff"}:
-                needs.append(ModelNeed(path, "judge", f"the {spec} pack"))
-        elif kind in roles:
-            needs.append(ModelNeed(path, roles[kind], f"a {kind} assertion"))
-        elif kind == "golden" and isinstance(spec, dict) and spec.get("mode") == "judge":
-            needs.append(ModelNeed(path, "judge", "a golden assertion in judge mode"))
-        elif kind == "handoff" and isinstance(spec, dict) and spec.get("summary"):
-            needs.append(ModelNeed((*path, "summary"), "judge", "a handoff summary rubric"))
-    return needs
 
 
 def check_model_needs(
@@ -574,9 +480,9 @@ def _check_templates(
     """``{{name}}`` must name something that exists where the template is rendered."""
     suite_vars = frozenset(project_vars) | _keys(data.get("vars"))
     red_vars = _keys(_get(data, "red_team", "vars"))
-    test_vars = {i: _keys(t.get("vars")) | frozenset(case_vars.get(i, ())) for i, t in _tests(data)}
+    test_vars = {i: _keys(t.get("vars")) | frozenset(case_vars.get(i, ())) for i, t in tests_of(data)}
     captures = {i: frozenset(c["name"] for c in t.get("capture") or [] if isinstance(c, dict) and "name" in c)
-                for i, t in _tests(data)}  # fmt: skip
+                for i, t in tests_of(data)}  # fmt: skip
     all_vars = suite_vars | red_vars | frozenset().union(*test_vars.values())
     all_captured = frozenset().union(*captures.values())
     targets = data.get("targets") or {}
@@ -609,7 +515,7 @@ def _check_templates(
         if _get(target, "type") == "sip":
             where = where.plus(sip=_ANY)
         _walk_target(ctx, target, ("targets", name), where)
-    for i, test in _tests(data):
+    for i, test in tests_of(data):
         target_caps = session_caps.get(test.get("target"), frozenset())
         where = replace(base, vars=suite_vars | test_vars[i]).plus(
             bare=("session",),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from tamesu.config.yamlload import Positions, YamlDoc, parse_yaml
+from tamesu.config.yamlload import PROJECT_FILE, Positions, YamlDoc, display_path, read_doc
 from tamesu.errors import ConfigError, ConfigErrors, Unrunnable
 
 if TYPE_CHECKING:
@@ -34,9 +34,6 @@ __all__ = [
     "validate_paths",
 ]
 
-PROJECT_FILE = "tamesu.yaml"
-MAX_FILE_BYTES = 16 * 1024 * 1024
-"""The largest suite or tamesu.yaml read: a bigger one is refused by its size, before it is read."""
 _SUITE_KEY = re.compile(r"^suite\s*:", re.MULTILINE)
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "tamesu-runs"}
 
@@ -78,44 +75,6 @@ class ValidationReport:
     @property
     def tests(self) -> int:
         return sum(len(s.suite.tests) for s in self.suites)
-
-
-def display_path(path: Path) -> str:
-    """A path as users want to see it in messages: relative to the working directory when below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def read_doc(path: Path, file: str) -> YamlDoc:
-    """One YAML file parsed with positions; a file that cannot be read is a ConfigErrors naming it."""
-    try:
-        with path.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            data = f.read(MAX_FILE_BYTES + 1) if size <= MAX_FILE_BYTES else b""
-        if size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
-            raise ConfigErrors([_too_large(file, max(size, len(data)))])
-        text = data.decode("utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigErrors([ConfigError("file not found", file=file)]) from None
-    except IsADirectoryError:
-        raise ConfigErrors([ConfigError("is a folder, not a YAML file", file=file)]) from None
-    except OSError as exc:
-        raise ConfigErrors([ConfigError(f"cannot read the file: {exc.strerror or exc}", file=file)]) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigErrors([ConfigError(f"the file is not UTF-8 text ({exc.reason})", file=file)]) from None
-    return parse_yaml(text, file=file, lenient=True)
-
-
-def _too_large(file: str, size: int) -> ConfigError:
-    limit = f"{MAX_FILE_BYTES // 1024 // 1024} MB"
-    shown = f"{size / 1024 / 1024:.1f} MB" if size > MAX_FILE_BYTES else f"over {limit}"
-    return ConfigError(
-        f"the file is too large to load ({shown}; a suite or tamesu.yaml may be at most {limit})",
-        file=file,
-        hint="split the tests into several suite files in one folder, or keep test data in a cases_file",
-    )
 
 
 def _validate_model(model: type[M], doc: YamlDoc, what: str) -> tuple[M | None, list[ConfigError]]:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
+from tamesu.config.model_needs import assertion_lists
 from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
 from tamesu.errors import ConfigError
 
@@ -84,7 +85,7 @@ def check_values(doc: YamlDoc) -> list[ConfigError]:
     captures = _captures(data)
     tests = dict(_tests(data))
     everywhere = _Captures(frozenset().union(*captures.values()), "in any test")
-    for path, items in _assertion_lists(data):
+    for path, items in assertion_lists(data):
         index = path[1] if path[0] == "tests" and isinstance(path[1], int) else None
         where = everywhere
         if index is not None:
@@ -178,12 +179,6 @@ def _captures(data: dict[str, Any]) -> dict[int, frozenset[str]]:
         )
         for i, t in _tests(data)
     }
-
-
-def _assertion_lists(data: dict[str, Any]) -> Iterator[tuple[KeyPath, list[Any]]]:
-    from tamesu.config.checks import assertion_lists
-
-    yield from assertion_lists(data)
 
 
 def _tests(data: Mapping[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:

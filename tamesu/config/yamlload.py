@@ -3,16 +3,19 @@
 PyYAML's own constructor follows YAML 1.1, which turns ``2026-12-31`` into a date and ``no`` into
 False; suites mean neither. We compose nodes (C loader when available) and build values ourselves
 with the YAML 1.2 core schema, recording where every key and value starts so that a validation
-error can name ``file:line:col``. ``${VAR}`` environment expansion happens here too.
+error can name ``file:line:col``. ``${VAR}`` environment expansion happens here too, and so does
+reading a suite or tamesu.yaml from disk (``read_doc``: bounded in size, every failure located).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -20,7 +23,17 @@ import yaml
 from tamesu.errors import ConfigError, ConfigErrors, TemplateError
 from tamesu.templates import expand_env
 
-__all__ = ["KeyPath", "Positions", "YamlDoc", "format_path", "parse_yaml"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "PROJECT_FILE",
+    "KeyPath",
+    "Positions",
+    "YamlDoc",
+    "display_path",
+    "format_path",
+    "parse_yaml",
+    "read_doc",
+]
 
 KeyPath = tuple[str | int, ...]
 
@@ -317,3 +330,46 @@ def _core_scalar(text: str) -> Any:
     if text in _NAN:
         return math.nan
     return text
+
+
+PROJECT_FILE = "tamesu.yaml"
+MAX_FILE_BYTES = 16 * 1024 * 1024
+"""The largest suite or tamesu.yaml read: a bigger one is refused by its size, before it is read."""
+
+
+def display_path(path: Path) -> str:
+    """A path as users want to see it in messages: relative to the working directory when below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def read_doc(path: Path, file: str) -> YamlDoc:
+    """One YAML file parsed with positions; a file that cannot be read is a ConfigErrors naming it."""
+    try:
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(MAX_FILE_BYTES + 1) if size <= MAX_FILE_BYTES else b""
+        if size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
+            raise ConfigErrors([_too_large(file, max(size, len(data)))])
+        text = data.decode("utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigErrors([ConfigError("file not found", file=file)]) from None
+    except IsADirectoryError:
+        raise ConfigErrors([ConfigError("is a folder, not a YAML file", file=file)]) from None
+    except OSError as exc:
+        raise ConfigErrors([ConfigError(f"cannot read the file: {exc.strerror or exc}", file=file)]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigErrors([ConfigError(f"the file is not UTF-8 text ({exc.reason})", file=file)]) from None
+    return parse_yaml(text, file=file, lenient=True)
+
+
+def _too_large(file: str, size: int) -> ConfigError:
+    limit = f"{MAX_FILE_BYTES // 1024 // 1024} MB"
+    shown = f"{size / 1024 / 1024:.1f} MB" if size > MAX_FILE_BYTES else f"over {limit}"
+    return ConfigError(
+        f"the file is too large to load ({shown}; a suite or tamesu.yaml may be at most {limit})",
+        file=file,
+        hint="split the tests into several suite files in one folder, or keep test data in a cases_file",
+    )

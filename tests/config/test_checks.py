@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.config.checks import model_needs
 from tamesu.config.loader import load_suite
+from tamesu.config.model_needs import model_needs
 from tamesu.errors import ConfigError, ConfigErrors, ModelUnavailable
 
 pytestmark = pytest.mark.unit

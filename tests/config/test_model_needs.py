@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.config.checks import MODEL_PACKS
 from tamesu.config.loader import validate_paths
+from tamesu.config.model_needs import MODEL_PACKS
 from tamesu.errors import ModelUnavailable
 
 pytestmark = pytest.mark.unit
