@@ -1,6 +1,6 @@
 """``delegated_to``: the agent under test sent a message to one of the suite's remote agents.
 
-The remote agents tamesu serves record every message they receive as an ``a2a_remote`` event of
+The remote agents tamesu serves record every message they receive as a ``RemoteMessage`` event of
 the transcript (``tamesu.remote_agents.record``); this reads them. ``contains`` is forgiving as
 the ``contains`` assertion is (case and whitespace); ``regex`` is ``re.search``. Each must hold for
 some message to the agent; a message's data parts count as their JSON text.
@@ -15,24 +15,20 @@ from typing import Any
 from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import shorten, text_pattern
 from tamesu.config.assertions.conversation import Delegation
+from tamesu.kernel.events import RemoteMessage, TranscriptEvent
 from tamesu.kernel.outcome import AssertionResult
 
 __all__ = ["delegated_to", "messages_to"]
 
-_EVENT = "a2a_remote"
 
-
-def messages_to(events: list[dict[str, Any]], agent: str) -> list[str]:
+def messages_to(events: list[TranscriptEvent], agent: str) -> list[str]:
     """What the agent under test sent remote agent ``agent``: each message's words and data."""
     out = []
     for event in events:
-        if (
-            event.get("type") == _EVENT
-            and event.get("agent") == agent
-            and event.get("direction") == "received"
-        ):
-            data = [json.dumps(d, ensure_ascii=False, sort_keys=True) for d in event.get("data") or []]
-            out.append("\n".join([str(event.get("text") or ""), *data]))
+        if isinstance(event, RemoteMessage) and event.agent == agent and event.direction == "received":
+            parts = event.data if isinstance(event.data, list) else []
+            data = [json.dumps(d, ensure_ascii=False, sort_keys=True) for d in parts]
+            out.append("\n".join([event.text, *data]))
     return out
 
 
@@ -53,11 +49,7 @@ def delegated_to(spec: Delegation, ctx: AssertionContext) -> AssertionResult:
     sent = messages_to(ctx.transcript.events, agent)
     if not sent:
         others = sorted(
-            {
-                str(e.get("agent"))
-                for e in ctx.transcript.events
-                if e.get("type") == _EVENT and e.get("agent") != agent
-            }
+            {e.agent for e in ctx.transcript.events if isinstance(e, RemoteMessage) and e.agent != agent}
         )
         elsewhere = f" (it messaged {', '.join(others)})" if others else ""
         return AssertionResult.of(

@@ -22,7 +22,7 @@ PLUGIN = '''\
 
 from typing import Literal
 
-from tamesu.actors.messages import AgentTurn
+from tamesu.kernel.messages import AgentTurn
 from tamesu.assertions import assertion
 from tamesu.config.common import ConfigModel, F
 from tamesu.config.targets.base import SAY, TalkingTarget
