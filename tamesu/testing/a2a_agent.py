@@ -78,7 +78,7 @@ class _Scripted(AgentExecutor):
             await task.add_artifact([Part(text="x" * self.agent.big)], name="answer")
             await task.complete()
         elif "delegate" in words:
-            answer = await _delegate(dict(msg.metadata).get("delegate", ""), words)
+            answer = await _delegate(str(dict(msg.metadata).get("delegate") or ""), words)
             await task.add_artifact([Part(text=answer)], name="answer")
             await task.complete()
         else:
