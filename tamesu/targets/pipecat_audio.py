@@ -54,6 +54,19 @@ ANSWERING = frozenset(
 )
 """RTVI messages that show the bot answering: they keep the turn open (``idle`` counts from the last)."""
 
+PHASES = {
+    "bot-llm-started": ("llm", True),
+    "bot-llm-stopped": ("llm", False),
+    "bot-tts-started": ("tts", True),
+    "bot-tts-stopped": ("tts", False),
+    "llm-function-call-started": ("tool", True),
+    "llm-function-call-in-progress": ("tool", True),
+    "llm-function-call": ("tool", True),
+}
+"""RTVI messages that open or close a phase of the bot's answer. A function call's phase lasts until the
+model runs again (``bot-llm-started``): the bot answers after the result, however long its model or TTS
+takes, so silence while any phase is open does not end the turn."""
+
 
 class PipecatCall:
     """The audio side of one Pipecat session (a ``VoiceWire``)."""
@@ -68,6 +81,7 @@ class PipecatCall:
         self.voice: VoiceSession = VoiceSession(settings, t.ctx, self)
         self.talking = asyncio.Event()
         self._resamplers: dict[int, Any] = {}
+        self._phases: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> bool:
@@ -139,6 +153,8 @@ class PipecatCall:
                 if samples is not None:
                     voice.heard_audio(samples)
             elif item.kind == "interruption":
+                self._phases.clear()
+                voice.heard_answering(False)
                 if voice.agent_audible:
                     voice.heard_clear(reason="interrupted")
                 voice.heard_message(RawResponse(body=raw(item), at=now), activity=False)
@@ -148,10 +164,25 @@ class PipecatCall:
         kind, data = rtvi_type(item), rtvi_data(item)
         answering = kind in ANSWERING or str(kind).startswith("llm-function-call")
         voice.heard_message(RawResponse(body=item, at=now), activity=answering)
+        self._phase(str(kind))
         if kind == "bot-tts-text" and str(data.get("text") or "").strip():
             voice.heard_transcript(str(data["text"]))
         for msg in await self.t.rtvi_event(kind, data):
             voice.heard_message(msg)
+
+    def _phase(self, kind: str) -> None:
+        """Follow the phases of the bot's answer; the call holds the turn open while one is open."""
+        phase = PHASES.get(kind)
+        if phase is None:
+            return
+        name, opened = phase
+        if kind == "bot-llm-started":
+            self._phases.discard("tool")
+        if opened:
+            self._phases.add(name)
+        else:
+            self._phases.discard(name)
+        self.voice.heard_answering(bool(self._phases))
 
     def _samples(self, item: WireFrame) -> np.ndarray | None:
         """A bot audio frame as mono int16 at the call's rate."""

@@ -193,6 +193,15 @@ class VoiceSession:
         self.conversation.activity(self.clock.now())
         self._post("wake")
 
+    def heard_answering(self, answering: bool) -> None:
+        """The agent's protocol says it is composing an answer (True) or has finished (False): while it is,
+        its silence does not end the turn (``turn_timeout`` still does)."""
+        c = self.conversation
+        if c.answering != answering:
+            c.answering = answering
+            c.activity(self.clock.now())
+            self._post("wake")
+
     def heard_done(self) -> None:
         """The agent ended the call (its done message)."""
         self.conversation.done = True

@@ -3,7 +3,8 @@
 ``Conversation`` holds what the decisions are made from: whether the agent is speaking (the
 listener's VAD), when it last showed signs of life (speech, a transcript, a tool call, audio
 still to play), the barge-in being measured, the turn in progress and the call's timeline. A turn
-ends when the agent has been quiet for ``idle`` with nothing left to play, when it ends the call,
+ends when the agent has been quiet for ``idle`` with nothing left to play (and does not say it is still
+answering), when it ends the call,
 at ``turn_timeout``, or early when the caller decides to barge in (``interrupt_probability``):
 ``wake_at`` says when to look again if nothing happens, ``on_timeout`` what to do then.
 ``finish`` turns a finished turn into the messages a run records: the turn's timings, the voice
@@ -72,6 +73,9 @@ class Conversation:
         self.window_from = 0.0
         self.done = False
         """The agent ended the call."""
+        self.answering = False
+        """The agent says, in its own protocol, that it is still composing its answer (a Pipecat bot between
+        ``bot-llm-started`` and ``bot-tts-stopped``): silence then is thinking, not the end of its turn."""
 
     def begin(self, now: float) -> None:
         self.timeline.started = self.window_from = self.last_activity = now
@@ -175,6 +179,8 @@ class Conversation:
             return min(cap, t.barge_at) if t.barge_at is not None else cap
         if buffered:
             return min(cap, now + POLL_S)
+        if self.answering and not t.done:
+            return cap
         return min(cap, self.last_activity + (0.0 if t.done else s.idle))
 
     def on_timeout(self, t: Turn, now: float, *, buffered: int) -> Outcome:
@@ -191,7 +197,12 @@ class Conversation:
             return "end"
         if t.barge_at is not None and now >= t.barge_at - 1e-3 and self.agent_speaking:
             return "interrupt"
-        if self.quiet(buffered) and now >= self.last_activity + (0.0 if t.done else s.idle) - 1e-3:
+        holding = self.answering and not t.done
+        if (
+            self.quiet(buffered)
+            and not holding
+            and now >= self.last_activity + (0.0 if t.done else s.idle) - 1e-3
+        ):
             return "end"
         return "wait"
 

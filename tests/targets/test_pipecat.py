@@ -181,6 +181,58 @@ async def test_a_bot_that_greets_speaks_first(harness) -> None:
     assert answer[-1].text == "You said hello" and not answer[-1].done
 
 
+@pytest.fixture
+def fake_voice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller speaks a second of speech-like sound instead of TTS: the turn-taking is under test."""
+    from tamesu.audio.synth import speech_like
+    from tamesu.voice.speech import make_utterance
+
+    async def render_speech(text: str, rate: int, **_: Any) -> Any:
+        return make_utterance(speech_like(1.0, rate, seed=len(text)), rate, text=text)
+
+    monkeypatch.setattr("tamesu.voice.caller.render_speech", render_speech)
+
+
+@pytest.mark.virtual_time
+@pytest.mark.integration
+async def test_a_bot_composing_its_answer_keeps_the_audio_turn_open_past_idle(harness, fake_voice) -> None:
+    """Between ``bot-llm-started`` and ``bot-tts-stopped`` the bot is answering: a model or TTS slower than
+    ``idle`` is thinking, not the end of the turn (a loaded machine made the real bot's turns end empty)."""
+    from tamesu.audio.synth import speech_like
+
+    async def bot(ws: Any, ready: Any) -> None:
+        await send_rtvi(ws, "bot-ready", {"version": "2.2.0"})
+        heard = 0
+        while heard < 25:  # half a second of the caller's audio
+            frame = decode_frame(await ws.recv())
+            heard += frame is not None and frame.kind == "audio"
+        await send_rtvi(ws, "user-stopped-speaking")
+        await send_rtvi(ws, "bot-llm-started")
+        await asyncio.sleep(2.0)  # a slow model: four times idle without a word
+        await send_rtvi(ws, "bot-llm-text", {"text": "Your order is on its way."})
+        await send_rtvi(ws, "bot-llm-stopped")
+        await send_rtvi(ws, "bot-tts-started")
+        await asyncio.sleep(1.5)  # a slow TTS
+        await send_rtvi(ws, "bot-started-speaking")
+        await send_rtvi(ws, "bot-tts-text", {"text": "Your order is on its way."})
+        tone = speech_like(0.6, 16000, seed=3).tobytes()
+        for i in range(0, len(tone), 640):
+            await ws.send(audio_frame(tone[i : i + 640], 16000))
+        await send_rtvi(ws, "bot-tts-stopped")
+        await send_rtvi(ws, "bot-stopped-speaking")
+
+    async with fake_bot(bot) as url:
+        t = await harness.target(
+            {"type": "pipecat", "url": url, "mode": "audio", "idle": "500ms", "transcript_source": "agent"},
+            turn_timeout=20.0,
+        )
+        out = await harness.say(t, "Where is my order?")
+        await t.stop()
+    turn = out[-1]
+    assert turn.text == "Your order is on its way."
+    assert [a for a in turn.audio if a.channel == "agent"]
+
+
 @pytest.mark.integration
 async def test_without_rtvi_text_goes_as_a_transcription_frame_and_idle_ends_the_turn(harness) -> None:
     heard: list[Any] = []
