@@ -122,6 +122,8 @@ class RealtimeCall:
             voice.heard_clear(
                 reason="speech_started"
             )  # as a client app stops playback when the caller barges in
+        if kind in ("response.created", "response.done"):
+            voice.heard_answering(kind == "response.created")  # a slow model is still answering
         if kind == "response.output_audio_transcript.done" and event.get("transcript"):
             voice.heard_transcript(str(event["transcript"]))
         self.calls.see(kind, event)

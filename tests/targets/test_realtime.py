@@ -361,6 +361,22 @@ async def test_ga_audio_turn_with_server_vad_and_the_apis_transcript(harness, fa
     assert "input_audio_buffer.speech_stopped" in kinds and not [k for k in kinds if k.endswith(".delta")]
 
 
+@pytest.mark.virtual_time
+@pytest.mark.integration
+async def test_a_response_in_progress_keeps_the_audio_turn_open_past_idle(harness, fake_voice) -> None:
+    """Between response.created and response.done the model is answering: a model slower than idle is
+    still answering, not finished."""
+    steps = recording("ga_audio.jsonl")
+    created = next(i for i, s in enumerate(steps) if s.get("type") == "response.created")
+    steps.insert(created + 1, {"sleep_ms": 2000})  # five times idle before the first word
+    async with serve_realtime_server(steps) as server:
+        t = await audio_target(harness, {"url": server.url})
+        out = await harness.say(t, "Where is my order?")
+        await t.stop()
+    assert server.sessions[0].problems == []
+    assert out[-1].text == "Your order shipped yesterday."
+
+
 @pytest.mark.timing
 @pytest.mark.virtual_time
 @pytest.mark.integration
