@@ -12,6 +12,7 @@ lane's ``AudioBatch`` on to the line; when an utterance has been sent (or stoppe
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -70,8 +71,25 @@ class Caller:
                 retryable=False,
                 kind="config",
             )
-        if not barging and s.silence_after_turn_ms:
-            await self.clock.sleep(self.rng.silence_after_turn(*s.silence_after_turn_ms))
+        # The voice is rendered while the pause is waited out: the caller thinks and speaks, it does not
+        # pause and then stop to compose (a slow TTS would otherwise lengthen every pause).
+        voiced = asyncio.ensure_future(self._voice(user.text)) if user.text.strip() else None
+        try:
+            if not barging and s.silence_after_turn_ms:
+                await self.clock.sleep(self.rng.silence_after_turn(*s.silence_after_turn_ms))
+            out = await self._key(user, wire)
+            if voiced is not None:
+                out.speech.append(await voiced)
+        finally:
+            if voiced is not None and not voiced.done():
+                voiced.cancel()
+            elif voiced is not None and not voiced.cancelled():
+                voiced.exception()  # retrieved: a turn that failed first is reported, not this
+        return out
+
+    async def _key(self, user: UserTurn, wire: VoiceWire) -> Prepared:
+        """The turn's keypad digits, sent as the wire can (or played as tones)."""
+        s = self.settings
         out = Prepared()
         digits = str((user.data or {}).get("dtmf") or "")
         if digits:
@@ -83,21 +101,16 @@ class Caller:
                 unsupported = DtmfUnsupported(digits=digits, at=self.clock.now())
                 out.told.append(Event(event=unsupported, at=unsupported.at))
                 out.speech.append(render_dtmf(digits, s.rate))
-        if user.text.strip():
-            try:
-                out.speech.append(
-                    await render_speech(
-                        user.text,
-                        s.rate,
-                        pool=self.speech,
-                        voice=s.voice,
-                        language=s.language,
-                        engine=s.tts_engine,
-                    )
-                )
-            except TamesuError as exc:
-                raise TargetError(f"the caller's voice: {exc}", retryable=False, kind="config") from None
         return out
+
+    async def _voice(self, text: str) -> Utterance:
+        s = self.settings
+        try:
+            return await render_speech(
+                text, s.rate, pool=self.speech, voice=s.voice, language=s.language, engine=s.tts_engine
+            )
+        except TamesuError as exc:
+            raise TargetError(f"the caller's voice: {exc}", retryable=False, kind="config") from None
 
 
 class CallerStage(Stage):

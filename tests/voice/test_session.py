@@ -238,6 +238,30 @@ async def test_the_callers_habits_noise_line_and_pause(calls: Calls) -> None:
     )
 
 
+async def test_the_callers_voice_is_rendered_during_its_pause_not_after(
+    calls: Calls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tamesu.audio.synth import speech_like
+    from tamesu.voice.speech import make_utterance
+
+    async def slow_render(text: str, rate: int, **_: object) -> object:
+        await asyncio.sleep(0.3)  # a TTS that takes 300 ms
+        return make_utterance(speech_like(1.0, rate, seed=1), rate, text=text)
+
+    monkeypatch.setattr("tamesu.voice.caller.render_speech", slow_render)
+    _, url = await calls.agent(AgentScript(greeting=None, delay=0.3, reply=0.4))
+    phone = await calls.target(
+        voice_config(url, transcript_source="agent"),
+        spec=spec_with({"behaviors": {"silence_after_turn_ms": [400, 400]}}),
+    )
+    called = phone.ctx.clock.now()
+    turn = turn_of(await collect(phone, SAY))
+    await phone.stop()
+    you = next(a for a in turn.audio if a.channel == "caller")
+    start = you.start - called - phone.session.call.line_latency
+    assert 0.4 <= start < 0.55, "the pause (and the voice's own lead-in), not the pause plus the rendering"
+
+
 async def test_a_finished_call_is_freed_without_the_cycle_collector(calls: Calls) -> None:
     import gc
     import weakref
