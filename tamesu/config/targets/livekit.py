@@ -1,4 +1,4 @@
-"""The livekit target: a LiveKit room the agent joins, talked to in text or audio (no adapter yet)."""
+"""The livekit target: a LiveKit room the agent joins, talked to in text or audio."""
 
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ class Dispatch(ConfigModel):
 
 @target_type(
     "livekit",
+    adapter="tamesu.targets.livekit:LivekitAdapter",
     audio="mode",
     parts={"text": SPEECH, "audio": SPEECH},
     summary="A LiveKit room: the agent joins it and tamesu talks as a participant, in text or audio",
