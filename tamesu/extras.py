@@ -77,7 +77,7 @@ EXTRAS: dict[str, Extra] = {
         Extra("mcp", "mcp targets: a prompt with the tools of an MCP server (the official mcp SDK)", ("mcp",)),
         Extra("grpc", "grpc targets: agents serving schema/agent.proto (grpcio and protobuf)", ("grpc", "google.protobuf")),
         Extra("otel", "OpenTelemetry traces of each invocation (telemetry.otlp_endpoint)", ("opentelemetry",)),
-        Extra("livekit", "livekit targets, once they have an adapter", ("livekit",)),
+        Extra("livekit", "livekit targets (the livekit SDK and livekit-api) and the loopback LiveKit server (aiortc)", ("livekit", "livekit.api", "aiortc")),
         Extra("browser", "browser targets: Playwright driving the system's Chromium (apt-get install chromium)", ("playwright",)),
         Extra("sip", "sip targets, once they have an adapter"),
     )

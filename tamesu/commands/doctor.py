@@ -74,7 +74,7 @@ def checks() -> list[Check]:
     rows.append(_any_dist(("webrtcvad-wheels", "webrtcvad"), "voice", extra.format("voice")))
     rows[-1].name = "webrtcvad"
     rows.append(_dist("a2a-sdk", "a2a", extra.format("a2a")))
-    for dist in ("livekit", "livekit-api"):
+    for dist in ("livekit", "livekit-api", "aiortc"):
         rows.append(_dist(dist, "livekit", extra.format("livekit")))
     rows.append(_dist("mcp", "mcp", extra.format("mcp")))
     for dist in ("grpcio", "protobuf"):

@@ -87,7 +87,7 @@ def plan(
         test_tags = _unique([*(suite.tags or []), *(test.tags or [])])
         if not selected(test_tags, tags=keep, exclude_tags=drop):
             continue
-        target = _target(suite, test.target, file, f"tests.{test.name}.target")
+        target = with_project_server(_target(suite, test.target, file, f"tests.{test.name}.target"), project)
         counterpart = None
         if test.counterpart is not None:
             counterpart = _target(
@@ -238,6 +238,20 @@ def _shared_assertions(defaults: Defaults, suite: Suite, file: str) -> list[Name
         item = Assertion.model_validate({"metric": {"name": metric, "lte": limit}})
         out.append(NamedAssertion(f"slo/{metric}", item))
     return out
+
+
+def with_project_server(target: Target, project: Project | None) -> Target:
+    """A livekit target that names no server of its own gets tamesu.yaml's ``livekit:`` block
+    (url, and api_key / api_secret unless it brings a token)."""
+    server = getattr(project, "livekit", None)
+    if server is None or getattr(target, "type", None) != "livekit":
+        return target
+    update: dict[str, Any] = {}
+    if not getattr(target, "url", None) and server.url:
+        update["url"] = server.url
+    if not getattr(target, "token", None) and not getattr(target, "api_key", None) and server.api_key:
+        update["api_key"], update["api_secret"] = server.api_key, server.api_secret
+    return target.model_copy(update=update) if update else target
 
 
 def _target(suite: Suite, name: str, file: str, path: str) -> Target:

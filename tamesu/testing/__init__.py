@@ -3,7 +3,8 @@
 ``serve_echo_agent`` runs a scripted echo agent on loopback; ``serve_a2a_agent`` a scripted A2A
 agent on the a2a-sdk's server classes (the ``a2a`` extra); ``serve_model_server`` runs a
 scripted model server speaking the OpenAI wire format; ``serve_realtime_server`` replays recorded
-OpenAI Realtime API event sequences over a websocket. Each loads its server library only when first used.
+OpenAI Realtime API event sequences over a websocket; ``serve_livekit_server`` is a loopback
+LiveKit server (the ``livekit`` extra) with ``text_agent`` and ``voice_agent`` to join it. Each loads its server library only when first used.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tamesu.testing.a2a_agent import A2AAgent, serve_a2a_agent
     from tamesu.testing.agents import EchoAgent, RecordedRequest, serve_echo_agent
+    from tamesu.testing.livekit_agents import text_agent, voice_agent
+    from tamesu.testing.livekit_server import LivekitServer, serve_livekit_server
     from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
     from tamesu.testing.realtime_server import RealtimeServer, load_recording, serve_realtime_server
 
 __all__ = [
     "A2AAgent",
     "EchoAgent",
+    "LivekitServer",
     "ModelServer",
     "RealtimeServer",
     "RecordedRequest",
@@ -27,8 +31,11 @@ __all__ = [
     "load_recording",
     "serve_a2a_agent",
     "serve_echo_agent",
+    "serve_livekit_server",
     "serve_model_server",
     "serve_realtime_server",
+    "text_agent",
+    "voice_agent",
 ]
 
 _WHERE = {
@@ -43,6 +50,10 @@ _WHERE = {
     "RealtimeServer": "realtime_server",
     "load_recording": "realtime_server",
     "serve_realtime_server": "realtime_server",
+    "LivekitServer": "livekit_server",
+    "serve_livekit_server": "livekit_server",
+    "text_agent": "livekit_agents",
+    "voice_agent": "livekit_agents",
 }
 
 
