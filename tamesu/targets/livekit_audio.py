@@ -3,7 +3,9 @@
 The call's line stage hands a 20 ms PCM16 frame every tick (``send_audio``, which must never
 wait); a sender task feeds them to the published ``rtc.AudioSource`` in order, dropping the oldest
 when the room falls 10 s behind. The agent's audio track, once subscribed, is read as an
-``rtc.AudioStream`` at the call's rate and handed to the session to be played and heard. Keypad
+``rtc.AudioStream`` at the call's rate and handed to the session to be played and heard. The track
+streams in real time, silence included, so silence is passed on only while speech is still queued
+(a pause between words); otherwise the playout would never run empty and no turn would end. Keypad
 digits go as SIP DTMF packets, as a phone bridged into the room would send them.
 """
 
@@ -24,8 +26,17 @@ if TYPE_CHECKING:
 __all__ = ["RATE", "RoomAudio"]
 
 RATE = 16000
+SILENT = 64
+"""Peak (int16) under which a frame of the agent's track is silence (Opus leaves a little noise)."""
+SOURCE_QUEUE_MS = 60
+"""Audio the microphone source holds before ``capture_frame`` waits: little, so the caller's words
+reach the room as they are said."""
 MAX_QUEUED = 500
 """Frames (10 s) waiting for the audio source before the oldest are dropped."""
+
+
+def quiet(samples: np.ndarray) -> bool:
+    return not len(samples) or int(np.abs(samples).max()) < SILENT
 
 
 class RoomAudio:
@@ -36,8 +47,10 @@ class RoomAudio:
 
         self.link = link
         self.session: VoiceSession | None = None
-        self.source = rtc.AudioSource(RATE, 1)
+        self.source = rtc.AudioSource(RATE, 1, queue_size_ms=SOURCE_QUEUE_MS)
         self.dropped = 0
+        self.received = 0
+        """Samples of the agent's track read so far."""
         self._out: deque[bytes] = deque()
         self._ready = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -87,8 +100,11 @@ class RoomAudio:
         try:
             async for event in stream:
                 session = self.session
-                if session is not None:
-                    session.heard_audio(np.frombuffer(bytes(event.frame.data), dtype="<i2"))
+                samples = np.frombuffer(bytes(event.frame.data), dtype="<i2")
+                self.received += len(samples)
+                if session is None or (session.call.buffered == 0 and quiet(samples)):
+                    continue  # the track streams in real time: silence with nothing queued is nothing to play
+                session.heard_audio(samples)
         finally:
             with contextlib.suppress(Exception):
                 await stream.aclose()

@@ -10,7 +10,7 @@ leaves. They record what they heard in a log, for tests to check.
 - ``voice_agent`` publishes a microphone track, hears the caller's track by energy, and once
   the caller has been quiet for ``pause`` seconds waits ``delay`` and speaks ``reply(heard)``
   synthesised by the project's TTS (Piper by default); ``heard`` is the caller's words by STT
-  (Whisper by default). Its words also go out as an ``lk.transcription`` text stream, as LiveKit's
+  (Whisper by default; none when ``stt`` is None). Its words also go out as an ``lk.transcription`` text stream, as LiveKit's
   agents publish them. It stops speaking when the caller barges in, and answers a DTMF digit by
   saying which key was pressed.
 """
@@ -182,7 +182,7 @@ def voice_agent(
             from tamesu.audio.tts import Audio
 
             text = ""
-            if len(heard_audio):
+            if len(heard_audio) and stt is not None:
                 result = await speech.transcribe(Audio(heard_audio, RATE), engine=stt)
                 text = result.text.strip()
             log.heard.append(text)
