@@ -183,7 +183,7 @@ def test_reach_follows_targets_packs_vars_models_and_shared_parts() -> None:
 def test_what_has_no_adapter_or_evaluator_is_read_from_the_registries() -> None:
     from tamesu.config.kinds import assertion_kinds, target_kinds
 
-    assert set(target_kinds.without_adapter()) == {"livekit", "sip"}
+    assert set(target_kinds.without_adapter()) == {"sip"}
     assert set(assertion_kinds.without_evaluator()) == {"call_ended_by", "transferred_to"}
 
 
