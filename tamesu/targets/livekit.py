@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tamesu.config.targets.livekit import LivekitTarget
 from tamesu.durations import parse_duration
@@ -262,6 +262,3 @@ class LivekitAdapter(TargetAdapter):
         if self.link is not None:
             link, self.link = self.link, None
             await link.close()
-
-    def describe(self) -> dict[str, Any]:
-        return {"room": self.room_name}
