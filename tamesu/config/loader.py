@@ -74,7 +74,10 @@ class ValidationReport:
 
     @property
     def tests(self) -> int:
-        return sum(len(s.suite.tests) for s in self.suites)
+        """The suites' tests and the attack tests their ``red_team`` blocks add (as ``tamesu list`` shows)."""
+        from tamesu.redteam.expand import attack_count
+
+        return sum(len(s.suite.tests) + attack_count(s.suite) for s in self.suites)
 
 
 def _validate_model(model: type[M], doc: YamlDoc, what: str) -> tuple[M | None, list[ConfigError]]:

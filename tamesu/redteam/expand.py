@@ -8,7 +8,7 @@ the scripted opening, the tactics, and the detectors with every pack they use al
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,10 @@ from tamesu.redteam.registry import get_playbook, playbook_names, unknown_names
 if TYPE_CHECKING:
     from tamesu.config import RedTeam, Suite, Test
 
-__all__ = ["AttackTest", "is_audio", "is_audio_target", "red_team_attacks", "test_name", "tool_names"]
+__all__ = [
+    "AttackTest",
+    "attack_count",
+    "is_audio", "is_audio_target", "red_team_attacks", "test_name", "tool_names"]
 
 Where = Callable[..., tuple[str, int, int]]
 
@@ -81,10 +84,26 @@ def red_team_attacks(suite: Suite, *, where: Where | None = None) -> list[Attack
                 path=f"red_team.playbooks[{i}]",
                 hint=did_you_mean(name, known) or f"playbooks: {', '.join(known)}",
             )
+    tools = tool_names(suite.targets.get(red.target))
+    out: list[AttackTest] = []
+    for book, attack, at in _chosen(suite, where):
+        plan = _plan(suite, red, book, attack, at)
+        out.append(AttackTest(_test(red, book, attack, plan, tools), plan))
+    return out
+
+
+def attack_count(suite: Suite) -> int:
+    """How many tests ``red_team`` adds (what ``tamesu validate`` counts), without building them."""
+    return sum(1 for _ in _chosen(suite, _no_where)) if suite.red_team is not None else 0
+
+
+def _chosen(suite: Suite, where: Where) -> Iterator[tuple[Playbook, Attack, tuple[str, int, int]]]:
+    """Each (playbook, attack, where it is asked for) the target can receive."""
+    red = suite.red_team
+    assert red is not None
     target = suite.targets.get(red.target)
     audio = is_audio_target(target)
     tools = tool_names(target)
-    out: list[AttackTest] = []
     named = list(dict.fromkeys(red.playbooks))
     for name in named or playbook_names():
         book = get_playbook(name)
@@ -101,9 +120,7 @@ def red_team_attacks(suite: Suite, *, where: Where | None = None) -> list[Attack
         for attack in book.attacks:
             if (attack.requires == "audio" and not audio) or (attack.requires == "tools" and not tools):
                 continue
-            plan = _plan(suite, red, book, attack, at)
-            out.append(AttackTest(_test(red, book, attack, plan, tools), plan))
-    return out
+            yield book, attack, at
 
 
 def _plan(suite: Suite, red: RedTeam, book: Playbook, attack: Attack, at: tuple[str, int, int]) -> AttackPlan:

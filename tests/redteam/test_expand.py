@@ -136,3 +136,14 @@ def test_tamesu_list_shows_the_attacks(tmp_path: Path, capsys: pytest.CaptureFix
     assert all(r["repeat"] == 2 and "playbook:jailbreak" in r["tags"] for r in rows)
     assert main(["--color", "never", "list", "--tags", "playbook:jailbreak", str(path)]) == 0
     assert "red_team/jailbreak/grandma_story" in capsys.readouterr().out
+
+
+def test_tamesu_validate_counts_the_attack_tests_as_list_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, target="phone", playbooks="  playbooks: [jailbreak, voice]\n")
+    assert main(["--color", "never", "list", "--json", str(path)]) == 0
+    listed = len(json.loads(capsys.readouterr().out))
+    assert listed == len(get_playbook("jailbreak").attacks) + len(get_playbook("voice").attacks)
+    assert main(["--color", "never", "validate", str(path)]) == 0
+    assert f"ok: 1 suite, {listed} tests" in capsys.readouterr().out
