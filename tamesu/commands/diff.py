@@ -1,7 +1,8 @@
 """``tamesu diff [A] [B]``: what changed between two invocations (ids in the history, or run
 directories): regressions, fixes, new and removed tests, latency and cost, flaky tests.
 
-Without arguments: the latest invocation against the one before it of the same suites. With one:
+Without arguments: the latest invocation against the one before it of the same suites and kind
+(a load test is compared with the load test before it, call latencies and costs included). With one:
 that baseline against the latest. ``--against-branch main`` takes the latest invocation of the same
 suites recorded on that branch as the baseline.
 """
@@ -29,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", action="store_true", help="print Markdown (for a pull request comment)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a test regressed")
-    parser.add_argument("--db", metavar="PATH", help="the history file (default: tamesu.yaml history.path)")
+    parser.add_argument(
+        "--db",
+        metavar="PATH|URL",
+        help="the history file or postgresql:// URL (default: tamesu.yaml history)",
+    )
 
 
 def _is_run_dir(value: str) -> bool:
@@ -73,7 +78,7 @@ def _pick(args: argparse.Namespace, history: HistoryDB | None) -> tuple[Invocati
     assert history is not None
     earlier = [
         i
-        for i in history.invocations(suites=b.suites)
+        for i in history.invocations(suites=b.suites, kind=b.kind)
         if i.id != b.id
         and (b.id is None or (i.id or 0) < b.id)
         and (args.against_branch is None or i.git_branch == args.against_branch)
@@ -100,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         a, b = _pick(args, history)
     except HistoryError as exc:
         raise UsageError(str(exc)) from None
-    found = history if history is not None and history.path.is_file() else None
+    found = history if history is not None and history.exists() else None
     comparison = compare(a, b, history=found, flaky_window=window)
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))

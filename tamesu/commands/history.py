@@ -25,26 +25,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", action="append", metavar="NAME", help="only invocations of these suites")
     parser.add_argument("--test", metavar="TEST_ID", help="one test's verdicts over the invocations instead")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.add_argument("--db", metavar="PATH", help="the history file (default: tamesu.yaml history.path)")
+    parser.add_argument(
+        "--db",
+        metavar="PATH|URL",
+        help="the history file or postgresql:// URL (default: tamesu.yaml history)",
+    )
 
 
 def open_history(db: str | None) -> tuple[HistoryDB, int]:
     """The history named on the command line, else the project's, and its flaky window."""
     from tamesu.config.loader import load_project
     from tamesu.errors import UsageError
-    from tamesu.history import HistoryDB, history_path
+    from tamesu.history import HistoryDB, HistoryError, history_location
 
     found = load_project(Path.cwd())
     project, project_dir = found if found else (None, None)
     window = project.history.flaky_window if project is not None else 10
     if db:
-        return HistoryDB(Path(db)), window
-    path = history_path(project, project_dir)
-    if path is None:
+        return HistoryDB(db), window
+    try:
+        location = history_location(project, project_dir)
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
+    if location is None:
         raise UsageError(
             "history is turned off in tamesu.yaml (history.enabled: false); name a file with --db"
         )
-    return HistoryDB(path), window
+    return HistoryDB(location), window
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         [
             str(i.id),
             time.strftime("%Y-%m-%d %H:%M", time.localtime(i.started_at)),
-            printable(", ".join(i.suites)),
+            printable(", ".join(i.suites)) + (" (load)" if i.kind == "load" else ""),
             printable(describe(i).split(" ")[1] if i.git_commit else "-"),
             f"{i.counts.get('passed', 0)}/{i.counts.get('failed', 0)}/{i.counts.get('error', 0)}",
             f"{i.duration:.1f}s",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import field_validator
+
 from tamesu.config.common import ConfigModel, F, PositiveInt
 
 __all__ = ["EarlyStop", "History", "Statistics", "Telemetry"]
@@ -75,9 +77,34 @@ class History(ConfigModel):
     path: str = F(
         "The SQLite database, relative to tamesu.yaml.", ".tamesu/history.db", default=".tamesu/history.db"
     )
+    url: str | None = F(
+        "A PostgreSQL server for a team's shared history instead of the file: a secret ref to its "
+        "URL (env:NAME, file:PATH...), or a postgresql:// URL without a password (the password then "
+        "comes from PGPASSWORD or ~/.pgpass).",
+        "env:TAMESU_HISTORY_URL",
+        default=None,
+    )
     flaky_window: PositiveInt = F(
         "How many recent invocations of a test are looked at to call it flaky.", 10, default=10
     )
+
+    @field_validator("url")
+    @classmethod
+    def _no_password_in_the_file(cls, value: str | None) -> str | None:
+        if value is None or not value.startswith(("postgresql://", "postgres://")):
+            if value is not None and ":" not in value:
+                raise ValueError(
+                    "expected a secret ref such as env:TAMESU_HISTORY_URL, or a postgresql:// URL"
+                )
+            return value
+        from urllib.parse import urlsplit
+
+        if urlsplit(value).password is not None:
+            raise ValueError(
+                "a password in tamesu.yaml would be committed: give the URL as a secret ref "
+                "(url: env:TAMESU_HISTORY_URL) or the password through PGPASSWORD"
+            )
+        return value
 
 
 class Telemetry(ConfigModel):

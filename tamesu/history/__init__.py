@@ -9,9 +9,11 @@ from __future__ import annotations
 from tamesu.history.compare import Comparison, MetricChange, TestChange, compare, flaky_tests
 from tamesu.history.record import (
     git_state,
-    history_path,
+    history_location,
     invocation_of,
+    invocation_of_load,
     invocation_of_run_dir,
+    record,
     record_invocation,
 )
 from tamesu.history.store import HistoryDB, HistoryError, Invocation, RunRow, TestRow
@@ -28,8 +30,10 @@ __all__ = [
     "compare",
     "flaky_tests",
     "git_state",
-    "history_path",
+    "history_location",
     "invocation_of",
+    "invocation_of_load",
     "invocation_of_run_dir",
+    "record",
     "record_invocation",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,21 +20,52 @@ if TYPE_CHECKING:
     from tamesu.reports.rundir import RunDirectory
     from tamesu.runner.invocation import InvocationResult
 
-__all__ = ["git_state", "history_path", "invocation_of", "invocation_of_run_dir", "record_invocation"]
+__all__ = [
+    "git_state",
+    "history_location",
+    "invocation_of",
+    "invocation_of_load",
+    "invocation_of_run_dir",
+    "record",
+    "record_invocation",
+]
 
 _GIT_TIMEOUT_S = 5.0
 
 
-def history_path(project: Any, project_dir: Path | None, *, output: Path | None = None) -> Path | None:
-    """The project's history file, or None when tamesu.yaml turns history off. Without a
-    tamesu.yaml it lies beside the run directories' folder (``output``), else in the working
-    directory."""
+def history_location(
+    project: Any, project_dir: Path | None, *, output: Path | None = None
+) -> str | Path | None:
+    """The project's history: a server URL (``history.url``, its secret ref resolved), else the
+    file, or None when tamesu.yaml turns history off. Without a tamesu.yaml the file lies beside the
+    run directories' folder (``output``), else in the working directory. Raises ``HistoryError``
+    when the URL's secret cannot be read."""
     settings = getattr(project, "history", None)
     if settings is not None and not settings.enabled:
         return None
-    relative = Path(settings.path if settings is not None else ".tamesu/history.db")
     base = project_dir or (output.parent if output is not None else Path.cwd())
+    url = getattr(settings, "url", None)
+    if url:
+        return _server_url(str(url), base)
+    relative = Path(settings.path if settings is not None else ".tamesu/history.db")
     return relative if relative.is_absolute() else base / relative
+
+
+def _server_url(ref: str, base: Path) -> str:
+    from tamesu.errors import SecretError
+    from tamesu.history.backends import is_server_url
+    from tamesu.secrets import secret_backends
+
+    if is_server_url(ref):
+        return ref
+    scheme, _, rest = ref.partition(":")
+    try:
+        value = secret_backends.get(scheme)(rest, base).strip()
+    except (SecretError, KeyError) as exc:
+        raise HistoryError(f"history.url: {exc}") from None
+    if not is_server_url(value):
+        raise HistoryError(f"history.url: {ref} does not hold a postgresql:// URL")
+    return value
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
@@ -116,6 +148,71 @@ def invocation_of(result: InvocationResult) -> Invocation:
     )
 
 
+def invocation_of_load(
+    report: dict[str, Any],
+    calls: Sequence[RunResult],
+    *,
+    suites: Sequence[str],
+    started_at: float,
+    argv: Sequence[str] = (),
+) -> Invocation:
+    """A load test's history rows: each call a run of its test (so ``tamesu diff`` compares the
+    latency and cost distributions of two load tests), the report's figures as the summary. A
+    test passed when every call of it passed."""
+    by_test: dict[tuple[str, str], list[RunResult]] = {}
+    for call in calls:
+        by_test.setdefault((call.suite, call.test_id), []).append(call)
+    tests = []
+    for (suite, test_id), runs in by_test.items():
+        seen = {r.outcome for r in runs}
+        verdict = next((v for v in ("failed", "error", "quarantined") if v in seen), "passed")
+        tests.append(
+            TestRow(
+                suite=suite,
+                test_id=test_id,
+                verdict=verdict,
+                passed=sum(r.outcome == "passed" for r in runs),
+                runs=len(runs),
+                repeats=len(runs),
+                duration=sum(r.duration for r in runs),
+                tags=list(runs[0].tags),
+                run_rows=_runs(runs),
+            )
+        )
+    counts = {v: sum(t.verdict == v for t in tests) for v in ("passed", "failed", "error", "quarantined")}
+    summary = {
+        key: report.get(key)
+        for key in ("totals", "pass_rate", "error_rate", "latency", "gates_passed", "interrupted")
+    }
+    summary["gates"] = [
+        {k: g.get(k) for k in ("name", "passed", "actual", "limit")} for g in report.get("gates") or []
+    ]
+    return Invocation(
+        suites=list(dict.fromkeys(suites)),
+        started_at=started_at,
+        duration=float(report.get("duration_s") or 0.0),
+        exit_code=int(report.get("exit_code", 0)),
+        counts={**counts, "not_run": 0},
+        tests=tests,
+        run_dir=report.get("run_dir"),
+        argv=[str(a) for a in argv],
+        tamesu_version=_version(),
+        cost_usd=sum(float(r.metrics.get("llm_cost_usd", 0) or 0) for r in calls),
+        tokens=sum(float(r.metrics.get("llm_tokens", 0) or 0) for r in calls),
+        kind="load",
+        summary=summary,
+    )
+
+
+def _version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tamesu")
+    except PackageNotFoundError:
+        return None
+
+
 def invocation_of_run_dir(run: RunDirectory) -> Invocation:
     """A run directory read as if it came from the history (for ``tamesu diff DIR_A DIR_B``)."""
     rows = run.tests()
@@ -153,13 +250,22 @@ def invocation_of_run_dir(run: RunDirectory) -> Invocation:
     )
 
 
-def record_invocation(result: InvocationResult, path: Path, *, cwd: Path | None = None) -> int:
-    """Add the invocation to the history at ``path``; raises ``HistoryError`` when it cannot."""
-    inv = invocation_of(result)
-    inv.git_commit, inv.git_branch, inv.git_dirty = git_state(cwd or path.parent)
+def record_invocation(result: InvocationResult, location: str | Path, *, cwd: Path | None = None) -> int:
+    """Add the invocation to the history at ``location``; raises ``HistoryError`` when it cannot."""
+    return record(invocation_of(result), location, cwd=cwd)
+
+
+def record(inv: Invocation, location: str | Path, *, cwd: Path | None = None) -> int:
+    """Add ``inv`` with the git state of ``cwd``; anything that goes wrong is a ``HistoryError``."""
+    inv.git_commit, inv.git_branch, inv.git_dirty = git_state(
+        cwd or (location.parent if isinstance(location, Path) else Path.cwd())
+    )
+    db = HistoryDB(location)
     try:
-        return HistoryDB(path).record(inv)
+        return db.record(inv)
     except HistoryError:
         raise
     except Exception as exc:  # never let history fail a run
-        raise HistoryError(f"{path}: {type(exc).__name__}: {exc}") from None
+        from tamesu.history.backends import masked
+
+        raise HistoryError(masked(f"{db.name}: {type(exc).__name__}: {exc}", location)) from None

@@ -1,37 +1,48 @@
 """The history database: every invocation of the project, its tests, runs, metrics and costs.
 
-An embedded SQLite file in the project (``.tamesu/history.db`` by default), written once at the
-end of each ``tamesu run`` in one transaction, read by ``tamesu history`` and ``tamesu diff``.
-Recording is best effort by design: a locked, read-only or corrupt database makes a warning, never
-a failed run (``record_invocation`` raises ``HistoryError`` and the caller notes it).
+An embedded SQLite file in the project (``.tamesu/history.db`` by default), or a PostgreSQL server
+a team shares (``history.url``, or ``--db postgresql://...``), with the same schema: written once at
+the end of each ``tamesu run`` and ``tamesu load`` in one transaction, read by ``tamesu history``
+and ``tamesu diff``. Recording is best effort by design: a locked, read-only, unreachable or
+corrupt database makes a warning, never a failed run (``record_invocation`` raises
+``HistoryError`` and the caller notes it).
 
-    invocations  one row per tamesu run: when, how long, exit code, suites, git commit and branch
+    invocations  one row per invocation: kind (run or load), when, how long, exit code, suites,
+                 git commit and branch, a load test's summary (JSON)
     tests        one row per expanded test: verdict, passes, runs, repeats, threshold, duration
-    runs         one row per run's final attempt: outcome, duration, metrics (JSON), cost
+    runs         one row per run's final attempt (a load test's call): outcome, duration,
+                 metrics (JSON), cost
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tamesu.history.backends import (
+    Db,
+    HistoryError,
+    connect_postgres,
+    connect_sqlite,
+    display_name,
+    is_server_url,
+    schema_sql,
+)
+
 __all__ = ["SCHEMA_VERSION", "HistoryDB", "HistoryError", "Invocation", "RunRow", "TestRow"]
 
-SCHEMA_VERSION = 1
-_LOCK_WAIT_S = 2.0
-"""How long a write waits for another process's lock before giving up with a warning."""
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS invocations (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    started_at REAL NOT NULL,
-    duration REAL NOT NULL,
+    id {id},
+    started_at {real} NOT NULL,
+    duration {real} NOT NULL,
     exit_code INTEGER NOT NULL,
     suites TEXT NOT NULL,
     suite_key TEXT NOT NULL,
@@ -42,8 +53,10 @@ CREATE TABLE IF NOT EXISTS invocations (
     argv TEXT,
     tamesu_version TEXT,
     counts TEXT NOT NULL,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    tokens REAL NOT NULL DEFAULT 0
+    cost_usd {real} NOT NULL DEFAULT 0,
+    tokens {real} NOT NULL DEFAULT 0,
+    kind TEXT NOT NULL DEFAULT 'run',
+    summary TEXT
 );
 CREATE INDEX IF NOT EXISTS invocations_by_suites ON invocations (suite_key, started_at);
 CREATE TABLE IF NOT EXISTS tests (
@@ -55,9 +68,10 @@ CREATE TABLE IF NOT EXISTS tests (
     passed INTEGER NOT NULL,
     runs INTEGER NOT NULL,
     repeats INTEGER NOT NULL,
-    pass_threshold REAL NOT NULL,
-    duration REAL NOT NULL,
+    pass_threshold {real} NOT NULL,
+    duration {real} NOT NULL,
     tags TEXT NOT NULL,
+    seq INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (invocation_id, suite, test_id)
 );
 CREATE INDEX IF NOT EXISTS tests_by_name ON tests (suite, test_id);
@@ -69,17 +83,21 @@ CREATE TABLE IF NOT EXISTS runs (
     repeat_index INTEGER NOT NULL,
     attempt INTEGER NOT NULL,
     outcome TEXT NOT NULL,
-    duration REAL NOT NULL,
+    duration {real} NOT NULL,
     error_kind TEXT,
-    cost_usd REAL NOT NULL DEFAULT 0,
+    cost_usd {real} NOT NULL DEFAULT 0,
     metrics TEXT NOT NULL,
     PRIMARY KEY (invocation_id, suite, run_id)
-);
+)
 """
 
-
-class HistoryError(Exception):
-    """The history could not be read or written (locked, read-only, corrupt, another schema)."""
+_FROM_V1 = (
+    "ALTER TABLE invocations ADD COLUMN kind TEXT NOT NULL DEFAULT 'run'",
+    "ALTER TABLE invocations ADD COLUMN summary TEXT",
+    "ALTER TABLE tests ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
+    "UPDATE tests SET seq = rowid",
+)
+"""A version 1 file (SQLite only: the server schema began at 2) gains the load columns and test order."""
 
 
 @dataclass
@@ -127,6 +145,10 @@ class Invocation:
     tamesu_version: str | None = None
     cost_usd: float = 0.0
     tokens: float = 0.0
+    kind: str = "run"
+    """``run`` (tamesu run) or ``load`` (tamesu load: every call is a run of its test)."""
+    summary: dict[str, Any] = field(default_factory=dict)
+    """A load test's figures: calls, pass and error rates, latency percentiles, gates."""
 
     @property
     def suite_key(self) -> str:
@@ -139,95 +161,122 @@ def suite_key(suites: Sequence[str]) -> str:
 
 
 class HistoryDB:
-    """One history file; every method opens, uses and closes its own connection."""
+    """One history (a SQLite file or a server URL); every method opens, uses and closes its own
+    connection, in one transaction."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, location: str | Path) -> None:
+        self.location: str | Path = location if is_server_url(location) else Path(location)
+        self.name = display_name(location)
+        """What messages call it (a URL without its password)."""
+
+    def exists(self) -> bool:
+        """Whether there is anything to read (a server is assumed to be there)."""
+        return isinstance(self.location, str) or self.location.is_file()
 
     @contextmanager
-    def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        if not write and not self.path.is_file():
-            raise HistoryError(f"no history yet at {self.path}: tamesu run records one")
-        try:
-            if write:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            with closing(sqlite3.connect(self.path, timeout=_LOCK_WAIT_S)) as db:
-                db.execute("PRAGMA foreign_keys = ON")
-                if write:
-                    db.executescript(_SCHEMA)
-                    db.execute(
-                        "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                    )
-                found = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                if found is None or int(found[0]) != SCHEMA_VERSION:
-                    raise HistoryError(
-                        f"{self.path} has history schema {found and found[0]}, not {SCHEMA_VERSION}"
-                    )
+    def _connect(self, *, write: bool) -> Iterator[Db]:
+        if isinstance(self.location, str):
+            with connect_postgres(self.location) as db:
+                self._schema(db, create=True)
                 yield db
-        except sqlite3.Error as exc:
-            raise HistoryError(f"{self.path}: {exc}") from None
-        except OSError as exc:
-            raise HistoryError(f"{self.path}: {exc.strerror or exc}") from None
+            return
+        with connect_sqlite(self.location, write=write) as db:
+            self._schema(db, create=write)
+            yield db
+
+    def _schema(self, db: Db, *, create: bool) -> None:
+        """Create the tables when asked (a server: under a lock, as several runs may start at once),
+        bring a version 1 file up to date, and refuse another version."""
+        if db.dialect == "postgresql":
+            db.run("SELECT pg_advisory_xact_lock(7361657375)")
+        if create:
+            for statement in schema_sql(db.dialect, _SCHEMA):
+                if "ADD COLUMN" not in statement:
+                    db.run(statement)
+            db.run(
+                "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+                (str(SCHEMA_VERSION),),
+            )
+        found = db.rows("SELECT value FROM meta WHERE key = 'schema_version'")
+        version = int(found[0]["value"]) if found else None
+        if version == 1 and db.dialect == "sqlite":
+            for statement in _FROM_V1:
+                db.run(statement)
+            db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            version = SCHEMA_VERSION
+        if version != SCHEMA_VERSION:
+            raise HistoryError(f"{self.name} has history schema {version}, not {SCHEMA_VERSION}")
 
     def record(self, inv: Invocation) -> int:
         """Store one invocation with its tests and runs in one transaction; returns its id."""
-        with self._connect(write=True) as db, db:
-            cur = db.execute(
+        with self._connect(write=True) as db:
+            (row,) = db.rows(
                 "INSERT INTO invocations (started_at, duration, exit_code, suites, suite_key, run_dir, git_commit,"
-                " git_branch, git_dirty, argv, tamesu_version, counts, cost_usd, tokens)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " git_branch, git_dirty, argv, tamesu_version, counts, cost_usd, tokens, kind, summary)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     inv.started_at, inv.duration, inv.exit_code, json.dumps(inv.suites), inv.suite_key,
                     inv.run_dir, inv.git_commit, inv.git_branch,
                     None if inv.git_dirty is None else int(inv.git_dirty), json.dumps(inv.argv),
-                    inv.tamesu_version, json.dumps(inv.counts), inv.cost_usd, inv.tokens,
+                    inv.tamesu_version, json.dumps(inv.counts), inv.cost_usd, inv.tokens, inv.kind,
+                    json.dumps(inv.summary) if inv.summary else None,
                 ),
             )  # fmt: skip
-            inv_id = int(cur.lastrowid or 0)
-            db.executemany(
-                "INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            inv_id = int(row["id"])
+            db.run_many(
+                "INSERT INTO tests (invocation_id, suite, test_id, target, verdict, passed, runs, repeats,"
+                " pass_threshold, duration, tags, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (inv_id, t.suite, t.test_id, t.target, t.verdict, t.passed, t.runs, t.repeats,
-                     t.pass_threshold, t.duration, json.dumps(t.tags))
-                    for t in inv.tests
+                     t.pass_threshold, t.duration, json.dumps(t.tags), seq)
+                    for seq, t in enumerate(inv.tests)
                 ],
             )  # fmt: skip
-            db.executemany(
-                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (inv_id, t.suite, t.test_id, r.run_id, r.repeat_index, r.attempt, r.outcome, r.duration,
-                     r.error_kind, float(r.metrics.get("llm_cost_usd", 0.0) or 0.0), json.dumps(r.metrics))
-                    for t in inv.tests
-                    for r in t.run_rows
-                ],
-            )  # fmt: skip
+            runs = {
+                (t.suite, r.run_id): (
+                    inv_id, t.suite, t.test_id, r.run_id, r.repeat_index, r.attempt, r.outcome, r.duration,
+                    r.error_kind, float(r.metrics.get("llm_cost_usd", 0.0) or 0.0), json.dumps(r.metrics),
+                )
+                for t in inv.tests
+                for r in t.run_rows
+            }  # fmt: skip
+            db.run_many(
+                "INSERT INTO runs (invocation_id, suite, test_id, run_id, repeat_index, attempt, outcome,"
+                " duration, error_kind, cost_usd, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                list(runs.values()),
+            )
         inv.id = inv_id
         return inv_id
 
     def invocations(
-        self, *, limit: int | None = None, suites: Sequence[str] | None = None
+        self, *, limit: int | None = None, suites: Sequence[str] | None = None, kind: str | None = None
     ) -> list[Invocation]:
-        """The newest first, without their tests; ``suites``: only invocations of exactly these."""
+        """The newest first, without their tests; ``suites``: only invocations of exactly these;
+        ``kind``: only runs or only load tests."""
         query = "SELECT * FROM invocations"
+        where: list[str] = []
         args: list[Any] = []
         if suites:
-            query += " WHERE suite_key = ?"
+            where.append("suite_key = ?")
             args.append(suite_key(suites))
+        if kind:
+            where.append("kind = ?")
+            args.append(kind)
+        if where:
+            query += " WHERE " + " AND ".join(where)
         query += " ORDER BY started_at DESC, id DESC"
         if limit:
             query += " LIMIT ?"
             args.append(limit)
         with self._connect(write=False) as db:
-            db.row_factory = sqlite3.Row
-            return [_invocation(row) for row in db.execute(query, args)]
+            return [_invocation(row) for row in db.rows(query, args)]
 
     def invocation(self, inv_id: int, *, with_tests: bool = True) -> Invocation:
         with self._connect(write=False) as db:
-            db.row_factory = sqlite3.Row
-            row = db.execute("SELECT * FROM invocations WHERE id = ?", (inv_id,)).fetchone()
-            if row is None:
-                raise HistoryError(f"no invocation {inv_id} in {self.path}")
-            inv = _invocation(row)
+            found = db.rows("SELECT * FROM invocations WHERE id = ?", (inv_id,))
+            if not found:
+                raise HistoryError(f"no invocation {inv_id} in {self.name}")
+            inv = _invocation(found[0])
             if with_tests:
                 inv.tests = _tests(db, inv_id)
         return inv
@@ -235,19 +284,18 @@ class HistoryDB:
     def verdicts(self, suite: str, test_id: str, *, limit: int) -> list[tuple[int, str, int, int]]:
         """(invocation id, verdict, passed, runs) of one test in its latest ``limit`` invocations."""
         with self._connect(write=False) as db:
-            return list(
-                db.execute(
-                    "SELECT t.invocation_id, t.verdict, t.passed, t.runs FROM tests t JOIN invocations i"
-                    " ON i.id = t.invocation_id WHERE t.suite = ? AND t.test_id = ?"
-                    " ORDER BY i.started_at DESC, i.id DESC LIMIT ?",
-                    (suite, test_id, limit),
-                )
+            rows = db.rows(
+                "SELECT t.invocation_id, t.verdict, t.passed, t.runs FROM tests t JOIN invocations i"
+                " ON i.id = t.invocation_id WHERE t.suite = ? AND t.test_id = ?"
+                " ORDER BY i.started_at DESC, i.id DESC LIMIT ?",
+                (suite, test_id, limit),
             )
+        return [(int(r["invocation_id"]), r["verdict"], int(r["passed"]), int(r["runs"])) for r in rows]
 
 
-def _invocation(row: sqlite3.Row) -> Invocation:
+def _invocation(row: dict[str, Any]) -> Invocation:
     return Invocation(
-        id=row["id"],
+        id=int(row["id"]),
         suites=json.loads(row["suites"]),
         started_at=row["started_at"],
         duration=row["duration"],
@@ -261,12 +309,14 @@ def _invocation(row: sqlite3.Row) -> Invocation:
         tamesu_version=row["tamesu_version"],
         cost_usd=row["cost_usd"],
         tokens=row["tokens"],
+        kind=row["kind"],
+        summary=json.loads(row["summary"]) if row["summary"] else {},
     )
 
 
-def _tests(db: sqlite3.Connection, inv_id: int) -> list[TestRow]:
+def _tests(db: Db, inv_id: int) -> list[TestRow]:
     tests: dict[tuple[str, str], TestRow] = {}
-    for row in db.execute("SELECT * FROM tests WHERE invocation_id = ? ORDER BY rowid", (inv_id,)):
+    for row in db.rows("SELECT * FROM tests WHERE invocation_id = ? ORDER BY seq", (inv_id,)):
         tests[(row["suite"], row["test_id"])] = TestRow(
             suite=row["suite"],
             test_id=row["test_id"],
@@ -279,7 +329,8 @@ def _tests(db: sqlite3.Connection, inv_id: int) -> list[TestRow]:
             target=row["target"] or "",
             tags=json.loads(row["tags"]),
         )
-    for row in db.execute("SELECT * FROM runs WHERE invocation_id = ? ORDER BY repeat_index", (inv_id,)):
+    query = "SELECT * FROM runs WHERE invocation_id = ? ORDER BY repeat_index, run_id"
+    for row in db.rows(query, (inv_id,)):
         test = tests.get((row["suite"], row["test_id"]))
         if test is not None:
             test.run_rows.append(

@@ -234,6 +234,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
     from tamesu.runner.verdict import final_results
 
     redactor = Redactor()
+    started_at = time.time()
     paths = list(request.paths)
     if isinstance(request.resume, str) and not paths:
         paths = json.loads((Path(request.resume) / "settings.json").read_text(encoding="utf-8"))[
@@ -333,7 +334,20 @@ async def run_load(request: LoadRequest) -> LoadResult:
     if request.json:
         write_load_report(report, request.json, redactor=redactor)
     render_load_report(report, color=request.color, stream=stream, redactor=redactor)
-    for note in outcome.notes:
+    notes = list(outcome.notes)
+    if not outcome.interrupted:
+        from tamesu.history import invocation_of_load
+        from tamesu.runner.publish import record_history
+
+        inv = invocation_of_load(
+            redactor.redact_obj(report),
+            finals,
+            suites=[s.suite.suite for s in loaded],
+            started_at=started_at,
+            argv=request.argv or (),
+        )
+        record_history(inv, project=project, project_dir=project_dir, output=where, note=notes.append)
+    for note in notes:
         stream.write(redactor.redact(f"note: {printable(note)}") + "\n")
     store.close()
     return LoadResult(exit_code=code, report=report, run_dir=store.dir, outcome=outcome)

@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 __all__ = [
     "AttackTest",
     "attack_count",
-    "is_audio", "is_audio_target", "red_team_attacks", "test_name", "tool_names"]
+    "is_audio",
+    "is_audio_target",
+    "red_team_attacks",
+    "test_name",
+    "tool_names",
+]
 
 Where = Callable[..., tuple[str, int, int]]
 

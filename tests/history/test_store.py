@@ -86,11 +86,25 @@ def test_git_state_names_the_commit_branch_and_dirtiness(tmp_path: Path) -> None
 
 def test_the_history_lies_in_the_project_else_beside_the_run_directories(tmp_path: Path) -> None:
     from tamesu.config import Project
-    from tamesu.history import history_path
+    from tamesu.history import history_location
 
     project = Project.model_validate({})
-    assert history_path(project, tmp_path) == tmp_path / ".tamesu" / "history.db"
+    assert history_location(project, tmp_path) == tmp_path / ".tamesu" / "history.db"
     moved = Project.model_validate({"history": {"path": "state/h.db"}})
-    assert history_path(moved, tmp_path, output=Path("/elsewhere/runs")) == tmp_path / "state" / "h.db"
-    assert history_path(None, None, output=tmp_path / "runs") == tmp_path / ".tamesu" / "history.db"
-    assert history_path(Project.model_validate({"history": {"enabled": False}}), tmp_path) is None
+    assert history_location(moved, tmp_path, output=Path("/elsewhere/runs")) == tmp_path / "state" / "h.db"
+    assert history_location(None, None, output=tmp_path / "runs") == tmp_path / ".tamesu" / "history.db"
+    assert history_location(Project.model_validate({"history": {"enabled": False}}), tmp_path) is None
+
+
+def test_a_version_1_file_gains_the_load_columns_and_keeps_its_invocations(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    db = HistoryDB(path)
+    kept = db.record(invocation(1.0))
+    with sqlite3.connect(path) as old:
+        for table, column in (("invocations", "kind"), ("invocations", "summary"), ("tests", "seq")):
+            old.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        old.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    assert [i.id for i in db.invocations()] == [kept] and db.invocations()[0].kind == "run"
+    assert db.invocation(kept).tests[0].test_id == "greets"
+    with sqlite3.connect(path) as migrated:
+        assert migrated.execute("SELECT value FROM meta").fetchone() == ("2",)
