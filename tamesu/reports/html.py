@@ -1,6 +1,6 @@
 """``tamesu report``: one self-contained HTML file a person reads to see what happened in a run.
 
-The page holds the suite summary, filters (failed only, tag, target, a search), every test with
+The page holds the suite summary, the red-team findings by severity, filters (failed only, tag, target, a search), every test with
 its verdict, repeats and pass-rate interval, and for every run its assertions (expected, seen,
 judge reasons), captures, metrics and transcript (turns, tool calls and their results), with the
 call's recording, waveform and turn timeline for voice runs and percentile charts for load tests.
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.reports.html_charts import load_section
+from tamesu.reports.html_findings import findings_section
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
 from tamesu.reports.rundir import RunDirectory, TestRow
 from tamesu.untrusted import storable_text
@@ -74,6 +75,10 @@ def render_html(run: RunDirectory, *, max_audio_bytes: int = MAX_AUDIO_BYTES) ->
         _toolbar(rows),
         "<main>",
         _summary_table(rows),
+        findings_section(
+            (f for r in run.results for f in r.findings),
+            {(row.suite, row.test_id): n for n, row in enumerate(rows)},
+        ),
         load_section(run.load_report) if run.load_report else "",
         '<h2 id="tests">Tests</h2>',
         *(_test(run, row, n, max_audio_bytes) for n, row in enumerate(rows)),
