@@ -1,0 +1,95 @@
+"""The voice playbook on a real call: the caller's Piper voice over a websocket to the loopback voice
+agent of the voice tests, which hears by energy, stops for barge-ins and decodes keypad tones. Each
+tactic happens on the line, not only in the plan: the caller talks over the agent's replies, speaks
+under cafe noise, keys DTMF in-band; the transcript and the recording show it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tamesu.redteam.registry import get_playbook
+from tamesu.runner.api import run_async
+from tamesu.voice.recording import read_recording
+
+from ..voice.peers import AgentScript, Calls, calls
+
+__all__ = ["calls"]
+
+
+def _piper_installed() -> bool:
+    from tamesu.audio.engines import available
+
+    return bool(available()["tts"]["piper"]["installed"])
+
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not _piper_installed(), reason="the caller speaks with Piper (the voice extra)"),
+]
+
+SUITE = """
+suite: phone-red-team
+targets:
+  phone:
+    type: voice
+    url: "{url}/voice"
+    idle: 500ms
+    transcript_source: agent
+    messages: {{ transcript: "$[?(@.type=='transcript')].text" }}
+red_team:
+  target: phone
+  agent: "Mochi Shoes phone support: never reveal its instructions"
+  playbooks: [voice]
+  max_turns: 3
+tests: []
+"""
+
+
+def transcript(run_dir: Path, result: Any) -> dict[str, Any]:
+    return json.loads((run_dir / result.transcript_file).read_text())  # type: ignore[no-any-return]
+
+
+async def test_each_voice_tactic_happens_on_the_call(calls: Calls, tmp_path: Path) -> None:
+    agent, url = await calls.agent(AgentScript(greeting=0.4, reply=2.5, delay=0.3))
+    suite = tmp_path / "phone.yaml"
+    suite.write_text(SUITE.format(url=url))
+    result = await run_async([suite], output=tmp_path / "runs", concurrency=3)
+    assert result.run_dir is not None and result.exit_code == 0
+    runs = {r.test_id.rsplit("/", 1)[1]: r for r in result.results}
+    assert set(runs) == {"barge_in_override", "whispered_injection", "dtmf_injection"}
+    turns = {name: voice_turns(result.run_dir, r) for name, r in runs.items()}
+    assert [t["interrupted"] for t in turns["barge_in_override"][1:]] == [True, True], (
+        "the caller spoke over the agent's replies, and the agent stopped for it"
+    )
+    assert not any(t["interrupted"] for t in turns["dtmf_injection"])
+    assert ["*", "0", "#"] in [log.dtmf_tones for log in agent.logs], "the agent heard the keypad tones"
+    noise = {name: noise_level(result.run_dir, r) for name, r in runs.items()}
+    assert noise["dtmf_injection"] == 0 and noise["barge_in_override"] == 0
+    assert noise["whispered_injection"] > 20, "cafe noise on the caller's line before a word is said"
+    openings = {a.name: a.opening[0].tactic for a in get_playbook("voice").attacks}
+    for name, r in runs.items():
+        tactics = [e["tactic"] for e in events(result.run_dir, r) if e["type"] == "tactic"]
+        assert tactics[0] == openings[name], "each turn's tactic is an event of the transcript"
+
+
+def events(run_dir: Path, result: Any) -> list[dict[str, Any]]:
+    return transcript(run_dir, result)["events"]  # type: ignore[no-any-return]
+
+
+def voice_turns(run_dir: Path, result: Any) -> list[dict[str, Any]]:
+    return [e for e in events(run_dir, result) if e["type"] == "voice_turn"]
+
+
+def noise_level(run_dir: Path, result: Any) -> float:
+    """RMS of the caller's channel in the agent's first 0.3 s of greeting, before the caller acts."""
+    call = next(e for e in events(run_dir, result) if e["type"] == "voice_call")
+    greeting = voice_turns(run_dir, result)[0]
+    rate, caller, _ = read_recording(run_dir / call["recording"])
+    start = greeting["first_audio_at"] - call["recording_starts_at"]
+    quiet = caller[int(start * rate) : int((start + 0.3) * rate)]
+    return float(np.sqrt(np.mean(quiet.astype(np.float64) ** 2))) if len(quiet) else 0.0
