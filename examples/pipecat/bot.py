@@ -1,11 +1,15 @@
-"""A Pipecat support bot tamesu can test over Pipecat's websocket transport.
+"""A Pipecat support bot tamesu can test over Pipecat's websocket or small WebRTC transport.
 
     pip install 'tamesu[pipecat,voice]'
     OPENAI_API_KEY=... python examples/pipecat/bot.py --port 8765 --mode text
     tamesu run examples/pipecat/suite.yaml
 
+    OPENAI_API_KEY=... python examples/pipecat/bot.py --transport webrtc --port 7860 --mode audio
+    # the suite's target: { type: pipecat, transport: webrtc, url: "http://127.0.0.1:7860/api/offer" }
+
 The bot is an ordinary Pipecat pipeline: the websocket server transport with the protobuf frame
-serializer, RTVI (on by default in a PipelineWorker), an OpenAI-compatible LLM (``--llm-base-url``
+serializer (or, with ``--transport webrtc``, ``SmallWebRTCTransport`` behind its request handler,
+a new session for each SDP offer POSTed to ``/api/offer``), RTVI (on by default in a PipelineWorker), an OpenAI-compatible LLM (``--llm-base-url``
 points it at any server, tamesu's scripted model server in tamesu's own tests) and, with
 ``--mode audio``, Silero VAD, local Whisper STT and local Piper TTS.
 
@@ -66,15 +70,17 @@ def whisper_model() -> str:
 
 def build(
     *,
-    port: int,
+    port: int = 0,
     mode: str = "text",
     host: str = "127.0.0.1",
     llm_base_url: str | None = None,
     llm_api_key: str | None = None,
     model: str = "gpt-4.1-mini",
     sample_rate: int = 16000,
+    webrtc_connection: Any = None,
 ) -> tuple[Any, Any]:
-    """The bot's worker and transport for one session on ``host:port``."""
+    """The bot's worker and transport for one session: on ``host:port`` (websocket), or on a
+    SmallWebRTC connection its request handler made from a client's offer."""
     from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
     from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
     from pipecat.frames.frames import EndWorkerFrame
@@ -96,17 +102,32 @@ def build(
     )
 
     audio = mode == "audio"
-    transport = SingleClientWebsocketServerTransport(
-        host=host,
-        port=port,
-        params=SingleClientWebsocketServerParams(
-            serializer=ProtobufFrameSerializer(),
-            audio_in_enabled=audio,
-            audio_out_enabled=audio,
-            audio_in_sample_rate=sample_rate,
-            audio_out_sample_rate=sample_rate,
-        ),
-    )
+    transport: Any
+    if webrtc_connection is not None:
+        from pipecat.transports.base_transport import TransportParams
+        from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
+
+        transport = SmallWebRTCTransport(
+            webrtc_connection,
+            TransportParams(
+                audio_in_enabled=audio,
+                audio_out_enabled=audio,
+                audio_in_sample_rate=sample_rate,
+                audio_out_sample_rate=sample_rate,
+            ),
+        )
+    else:
+        transport = SingleClientWebsocketServerTransport(
+            host=host,
+            port=port,
+            params=SingleClientWebsocketServerParams(
+                serializer=ProtobufFrameSerializer(),
+                audio_in_enabled=audio,
+                audio_out_enabled=audio,
+                audio_in_sample_rate=sample_rate,
+                audio_out_sample_rate=sample_rate,
+            ),
+        )
     llm = OpenAILLMService(
         api_key=llm_api_key or os.environ.get("OPENAI_API_KEY", "unused"),
         base_url=llm_base_url,
@@ -185,6 +206,50 @@ async def serve_once(**options: Any) -> None:
     await runner.run()
 
 
+async def serve_webrtc(*, host: str = "127.0.0.1", port: int, **options: Any) -> None:
+    """Pipecat's small WebRTC transport: each SDP offer POSTed to ``/api/offer`` starts a session,
+    as Pipecat's development runner does. Serves until cancelled."""
+    from aiohttp import web
+    from fastapi import HTTPException
+    from pipecat.transports.smallwebrtc.request_handler import SmallWebRTCRequest, SmallWebRTCRequestHandler
+    from pipecat.workers.runner import WorkerRunner
+
+    handler = SmallWebRTCRequestHandler()
+    sessions: set[asyncio.Task[None]] = set()
+
+    async def session(connection: Any) -> None:
+        worker, _ = build(webrtc_connection=connection, host=host, **options)
+        runner = WorkerRunner(handle_sigint=False)
+        await runner.add_workers(worker)
+        task = asyncio.create_task(runner.run())
+        sessions.add(task)
+        task.add_done_callback(sessions.discard)
+
+    async def offer(request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+            answer = await handler.handle_web_request(SmallWebRTCRequest.from_dict(body), session)
+        except HTTPException as exc:
+            return web.json_response({"error": exc.detail}, status=exc.status_code)
+        except (ValueError, TypeError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response(answer)
+
+    app = web.Application()
+    app.router.add_post("/api/offer", offer)
+    site = web.AppRunner(app, access_log=None)
+    await site.setup()
+    await web.TCPSite(site, host, port).start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        for task in list(sessions):
+            task.cancel()
+        await asyncio.gather(*sessions, return_exceptions=True)
+        await handler.close()
+        await site.cleanup()
+
+
 async def serve_forever(**options: Any) -> None:
     """One session after another on the same port (tamesu's connect retries bridge the restart).
 
@@ -199,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--transport", choices=("websocket", "webrtc"), default="websocket")
     parser.add_argument("--mode", choices=("text", "audio"), default="text")
     parser.add_argument("--sample-rate", type=int, default=16000)
     parser.add_argument("--llm-base-url", default=os.environ.get("OPENAI_BASE_URL"))
@@ -217,8 +283,12 @@ def main(argv: list[str] | None = None) -> int:
         "llm_base_url": args.llm_base_url,
         "model": args.model,
     }
+    if args.transport == "webrtc":
+        serve = serve_webrtc(**options)
+    else:
+        serve = serve_once(**options) if args.once else serve_forever(**options)
     try:
-        asyncio.run(serve_once(**options) if args.once else serve_forever(**options))
+        asyncio.run(serve)
     except KeyboardInterrupt:
         pass
     return 0

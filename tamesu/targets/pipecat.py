@@ -1,7 +1,9 @@
-"""The ``pipecat`` target: a Pipecat bot reached over its websocket transport, as a Pipecat client.
+"""The ``pipecat`` target: a Pipecat bot reached as a Pipecat client, over its websocket transport
+or its small WebRTC one (``transport: webrtc``).
 
-Frames travel as Pipecat's protobuf ``Frame`` (``pipecat_wire``); RTVI messages ride in its
-``MessageFrame``. On connect the adapter sends RTVI ``client-ready`` and waits up to ``idle`` for
+On the websocket, frames travel as Pipecat's protobuf ``Frame`` (``pipecat_wire``) and RTVI
+messages ride in its ``MessageFrame``; over WebRTC (``pipecat_webrtc``) RTVI messages ride the data
+channel and audio a WebRTC track. Either is a ``PipecatLink``. On connect the adapter sends RTVI ``client-ready`` and waits up to ``idle`` for
 ``bot-ready`` (a bot without RTVI still works). If the bot starts talking by itself within the
 next ``idle`` (a greeting), the adapter lets it speak first.
 
@@ -16,7 +18,7 @@ next ``idle`` (a greeting), the adapter lets it speak first.
   ``transcript_source: stt`` (or it sent none), when its audio is transcribed.
 
 In text mode a turn also ends after ``idle`` without a message once the bot said something. The
-session ends (``done``) when the bot closes the socket. Function calls reported by
+session ends (``done``) when the bot closes the socket (or leaves the WebRTC call). Function calls reported by
 ``llm-function-call-in-progress`` (the bot must report them at level ARGUMENTS or FULL) whose
 name is in ``tool_results`` or ``fuzz_tools`` are answered with ``llm-function-call-result``
 (RTVI's client-side function calling); the others are the bot's own, recorded with the result
@@ -28,7 +30,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -45,44 +46,29 @@ from tamesu.kernel.messages import (
     ToolResult,
     UserTurn,
 )
-from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.targets.pipecat_wire import (
     RTVI_VERSION,
     SPEAKING,
     WireFrame,
-    decode_frame,
-    message_frame,
     raw,
     rtvi,
     rtvi_data,
     rtvi_type,
     speaks,
-    transcription_frame,
 )
-from tamesu.targets.wslink import Closed, WsLink, http_to_ws
+from tamesu.targets.wslink import Closed
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
     from tamesu.targets.pipecat_audio import PipecatCall
+    from tamesu.targets.pipecat_link import PipecatLink
 
 __all__ = ["PipecatAdapter"]
 
-USER_ID = "tamesu"
 SETTLE_S = 0.25
 """After a text turn's end markers, how long late messages (or the bot closing the socket) are awaited."""
-
-
-def _decode(frame: str | bytes, depth: int = DEFAULT_LIMITS.json_depth) -> Any:
-    """Protobuf frames; a ``MessageFrame`` holding RTVI JSON becomes that JSON."""
-    wire = decode_frame(frame)
-    if wire is None or wire.kind != "message":
-        return wire
-    try:
-        return decode_json(wire.get("data", ""), depth)
-    except ValueError:
-        return wire
 
 
 @dataclass
@@ -125,7 +111,7 @@ class PipecatAdapter(TargetAdapter):
         self.idle = parse_duration(config.idle or "2s")
         self.fuzzer = ToolFuzzer.for_context(ctx)
         self.tool_results: dict[str, Any] = dict(config.tool_results or {})
-        self.link: WsLink | None = None
+        self.link: PipecatLink | None = None
         self.rtvi = False
         self.setup: list[Any] = []
         self.call: PipecatCall | None = None
@@ -151,11 +137,15 @@ class PipecatAdapter(TargetAdapter):
             if not self.config.url:
                 raise TargetError("a pipecat target needs url", retryable=False, kind="config")
             headers = {k: render_text(v, ctx.scope) for k, v in (self.config.headers or {}).items()}
-            self.link = WsLink(
-                ctx,
-                http_to_ws(render_text(self.config.url, ctx.scope)),
-                decode=partial(_decode, depth=ctx.limits.json_depth),
-            )
+            url = render_text(self.config.url, ctx.scope)
+            if self.config.transport == "webrtc":
+                from tamesu.targets.pipecat_webrtc import PipecatPeer
+
+                self.link = PipecatPeer(ctx, url, audio=self.audio)
+            else:
+                from tamesu.targets.pipecat_link import PipecatSocket
+
+                self.link = PipecatSocket(ctx, url)
             await self.link.open(self.policy, headers, ready=self._handshake)
             if self.audio:
                 from tamesu.targets.pipecat_audio import PipecatCall
@@ -183,7 +173,7 @@ class PipecatAdapter(TargetAdapter):
         assert self.link is not None
         self.rtvi, self.setup = False, []
         about = {"library": "tamesu", "platform": "python"}
-        await self.link.send(message_frame(rtvi("client-ready", {"version": RTVI_VERSION, "about": about})))
+        await self.link.send_message(rtvi("client-ready", {"version": RTVI_VERSION, "about": about}))
         clock = self.ctx.clock
         deadline = clock.now() + self.idle
         while not self.rtvi:
@@ -192,7 +182,9 @@ class PipecatAdapter(TargetAdapter):
             except asyncio.TimeoutError:
                 return
             if isinstance(item, Closed):
-                raise TargetError(f"the bot closed the websocket ({item.describe()}) before bot-ready")
+                raise TargetError(
+                    f"the bot closed the {self.link.medium} ({item.describe()}) before bot-ready"
+                )
             self.setup.append(item)
             self.rtvi = rtvi_type(item) == "bot-ready"
             if speaks(item):
@@ -241,7 +233,7 @@ class PipecatAdapter(TargetAdapter):
             pending = []
             if self.link.closed is not None and self.link.queue.qsize() <= 1:
                 raise TargetError(
-                    f"the bot closed the websocket ({self.link.closed.describe()}) before this turn"
+                    f"the bot closed the {self.link.medium} ({self.link.closed.describe()}) before this turn"
                 )
             sent_at = clock.now()
             await self._send_text(turn_text(user, "pipecat", "text"))
@@ -265,10 +257,9 @@ class PipecatAdapter(TargetAdapter):
         assert self.link is not None
         if self.rtvi:
             options = {"run_immediately": True, "audio_response": False}
-            await self.link.send(message_frame(rtvi("send-text", {"content": text, "options": options})))
+            await self.link.send_message(rtvi("send-text", {"content": text, "options": options}))
         else:
-            stamp = datetime.now(timezone.utc).isoformat()
-            await self.link.send(transcription_frame(text, user_id=USER_ID, timestamp=stamp))
+            await self.link.send_transcription(text)
 
     async def _read(self, state: _Turn) -> AsyncIterator[Message]:
         """Until the end markers (then a short settle), ``idle`` of silence, or the bot closing."""
@@ -295,7 +286,7 @@ class PipecatAdapter(TargetAdapter):
                 if state.heard and item.code in (1000, 1001):
                     state.done = True
                     return
-                raise TargetError(f"the bot closed the websocket mid-turn ({item.describe()})")
+                raise TargetError(f"the bot closed the {self.link.medium} mid-turn ({item.describe()})")
             for msg in await self._on(item, state, clock.now()):
                 yield msg
 
@@ -380,7 +371,7 @@ class PipecatAdapter(TargetAdapter):
             "arguments": args,
             "result": result if isinstance(result, (dict, str)) else result_text(result),
         }
-        await self.link.send(message_frame(rtvi("llm-function-call-result", answer)))
+        await self.link.send_message(rtvi("llm-function-call-result", answer))
         return out
 
     def _configured(self, name: str, args: dict[str, Any]) -> Any:

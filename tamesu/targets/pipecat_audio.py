@@ -1,7 +1,8 @@
 """The pipecat target's audio mode: a Pipecat bot's frames driving a ``tamesu.voice.VoiceSession``.
 
 The call pipeline sends the caller's 20 ms frames (speech, and silence between turns as a
-microphone would) as Pipecat ``AudioRawFrame``s at ``sample_rate``. ``PipecatCall`` is its wire: a
+microphone would) at ``sample_rate``, as the link carries them (``AudioRawFrame``s on the
+websocket, a WebRTC track). ``PipecatCall`` is its wire: a
 dispatcher task reads every frame and RTVI message as it arrives and tells the session what
 happened: the bot's audio (mono, at the call's rate), its ``bot-tts-text`` words, its function
 calls (answered as in text mode), interruptions, the raw messages and the socket closing. Keypad
@@ -20,8 +21,6 @@ from tamesu.errors import TargetError
 from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.targets.pipecat_wire import (
     WireFrame,
-    audio_frame,
-    message_frame,
     raw,
     rtvi,
     rtvi_data,
@@ -111,7 +110,7 @@ class PipecatCall:
     def send_audio(self, payload: bytes) -> None:
         link = self.t.link
         if link is not None and link.closed is None:
-            link.queue_send(audio_frame(payload, self.rate))
+            link.send_audio(payload, self.rate)
 
     def marks_played(self, names: list[str]) -> None:
         """Pipecat's transport has no playback marks."""
@@ -121,7 +120,7 @@ class PipecatCall:
         link = self.t.link
         if link is None or not self.t.rtvi:
             return False
-        await link.send(message_frame(rtvi("dtmf", {"buttons": list(digits)})))
+        await link.send_message(rtvi("dtmf", {"buttons": list(digits)}))
         return True
 
     # What the bot says.

@@ -221,9 +221,10 @@ def rtvi_data(item: Any) -> dict[str, Any]:
 
 
 def speaks(item: Any) -> bool:
-    """Whether a message shows the bot talking (a greeting before any user turn)."""
+    """Whether a message shows the bot talking (a greeting before any user turn); an audio frame a
+    transport marked ``silent`` (WebRTC sends silence between words) does not."""
     if isinstance(item, WireFrame):
-        return item.kind in ("audio", "text")
+        return item.kind in ("audio", "text") and not item.get("silent")
     return rtvi_type(item) in SPEAKING
 
 

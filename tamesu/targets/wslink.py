@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
     from tamesu.targets.connect import ConnectPolicy
 
-__all__ = ["BUSY_HINT", "MAX_QUEUED", "Closed", "WsLink", "http_to_ws"]
+__all__ = ["BUSY_HINT", "MAX_QUEUED", "Closed", "Inbox", "WsLink", "http_to_ws"]
 
 MAX_QUEUED = 500
 """Frames (10 s of 20 ms audio) waiting for a slow peer before the oldest are dropped."""
@@ -52,7 +52,37 @@ def http_to_ws(url: str) -> str:
     return url
 
 
-class WsLink:
+class Inbox:
+    """What a session's peer sent, in order, ending with ``Closed``: the reading side of a link."""
+
+    queue: asyncio.Queue[Any]
+    closed: Closed | None
+
+    async def next(self, timeout: float) -> Any:
+        """The next item or ``Closed`` (kept queued, so every later read sees it too).
+
+        Raises ``asyncio.TimeoutError`` when nothing arrives within ``timeout`` seconds.
+        """
+        if timeout <= 0:
+            raise asyncio.TimeoutError
+        item = await within(self.queue.get(), timeout)
+        if isinstance(item, Closed):
+            self.queue.put_nowait(item)
+        return item
+
+    def drain(self) -> list[Any]:
+        """Items that arrived between turns (``Closed`` stays queued)."""
+        out = []
+        while not self.queue.empty():
+            item = self.queue.get_nowait()
+            if isinstance(item, Closed):
+                self.queue.put_nowait(item)
+                break
+            out.append(item)
+        return out
+
+
+class WsLink(Inbox):
     """The session's socket; ``decode`` turns each frame into an item (None drops it)."""
 
     def __init__(self, ctx: TargetContext, url: str, *, decode: Callable[[str | bytes], Any]) -> None:
@@ -128,29 +158,6 @@ class WsLink:
         if self.closed is None:
             self.closed = Closed(*websocket_closed(self.conn, self.ctx.limits))
         self.queue.put_nowait(self.closed)
-
-    async def next(self, timeout: float) -> Any:
-        """The next item or ``Closed`` (kept queued, so every later read sees it too).
-
-        Raises ``asyncio.TimeoutError`` when nothing arrives within ``timeout`` seconds.
-        """
-        if timeout <= 0:
-            raise asyncio.TimeoutError
-        item = await within(self.queue.get(), timeout)
-        if isinstance(item, Closed):
-            self.queue.put_nowait(item)
-        return item
-
-    def drain(self) -> list[Any]:
-        """Items that arrived between turns (``Closed`` stays queued)."""
-        out = []
-        while not self.queue.empty():
-            item = self.queue.get_nowait()
-            if isinstance(item, Closed):
-                self.queue.put_nowait(item)
-                break
-            out.append(item)
-        return out
 
     def queue_send(self, data: str | bytes) -> None:
         """Send ``data`` after what is queued, without waiting (the caller's 20 ms audio frames).
