@@ -73,6 +73,7 @@ EXTRAS: dict[str, Extra] = {
         Extra("ray", "tamesu run --ray / --address, tamesu load on a cluster, tamesu submit", ("ray",)),
         Extra("realtime", "realtime targets (websockets, also a base dependency)", ("websockets",)),
         Extra("pipecat", "running Pipecat bots, such as examples/pipecat (pipecat targets need no extra)", ("pipecat",)),
+        Extra("webrtc", "pipecat targets with transport: webrtc (Pipecat's small WebRTC transport, on aiortc)", ("aiortc",)),
         Extra("a2a", "a2a targets and remote_agents: the official A2A SDK client and server (JSON-RPC, HTTP+JSON, gRPC)", ("a2a", "grpc", "starlette", "sse_starlette", "uvicorn")),
         Extra("mcp", "mcp targets: a prompt with the tools of an MCP server (the official mcp SDK)", ("mcp",)),
         Extra("grpc", "grpc targets: agents serving schema/agent.proto (grpcio and protobuf)", ("grpc", "google.protobuf")),
