@@ -1,9 +1,9 @@
 """``push``: the agent reports task updates by calling tamesu, so tamesu listens for them.
 
-One aiohttp server per address and event loop is shared by every a2a session of the process
-that pushes there; each session gives the agent its own token, and the agent's notification
+The server is the shared local listener (``tamesu.targets.listener``, also the one of
+``response.listen``); each session gives the agent its own token, and the agent's notification
 (a ``StreamResponse`` as JSON, with the ``X-A2A-Notification-Token`` header) goes to the session
-whose token it carries. A request without a known token is answered 401 and read by nobody. A
+whose token it carries. A request with an unknown token is answered 401 and read by nobody. A
 body over ``limits.answer_size`` is answered 413; JSON is read within ``json_depth``.
 """
 
@@ -11,103 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tamesu.errors import TargetError
-from tamesu.limits import DEFAULT_LIMITS, LimitExceeded, Limits
+from tamesu.limits import LimitExceeded, Limits
+from tamesu.targets.listener import Listener
 
 if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import StreamResponse, TaskPushNotificationConfig
     from aiohttp import web
 
-__all__ = ["PushListener", "PushSession"]
+__all__ = ["PushSession", "pushed"]
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
-
-
-def _split_addr(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return (host.strip("[]") or "127.0.0.1", int(port or 0)) if host else (addr or "127.0.0.1", 0)
-
-
-class PushListener:
-    """One local server for push notifications; the last session out stops it."""
-
-    _all: dict[tuple[int, str], PushListener] = {}
-
-    def __init__(self, addr: str) -> None:
-        self.addr = addr
-        self.url = ""
-        self.limits = DEFAULT_LIMITS
-        self.sessions: dict[str, PushSession] = {}
-        self._runner: web.AppRunner | None = None
-        self._lock = asyncio.Lock()
-
-    @classmethod
-    def shared(cls, addr: str) -> PushListener:
-        key = (id(asyncio.get_running_loop()), addr)
-        if key not in cls._all:
-            cls._all[key] = cls(addr)
-        return cls._all[key]
-
-    async def add(self, session: PushSession) -> None:
-        async with self._lock:
-            if self._runner is None:
-                self.limits = session.limits
-                await self._start()
-            self.sessions[session.token] = session
-
-    async def remove(self, session: PushSession) -> None:
-        async with self._lock:
-            self.sessions.pop(session.token, None)
-            if not self.sessions and self._runner is not None:
-                runner, self._runner = self._runner, None
-                self._all.pop((id(asyncio.get_running_loop()), self.addr), None)
-                await runner.cleanup()
-
-    async def _start(self) -> None:
-        from aiohttp import web
-
-        host, port = _split_addr(self.addr)
-        app = web.Application(client_max_size=self.limits.answer_size)
-        app.router.add_route("POST", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, host, port).start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise TargetError(
-                f"cannot listen for push notifications on {self.addr}: {exc.strerror or exc}",
-                retryable=False,
-                kind="config",
-            ) from None
-        bound_host, bound_port = runner.addresses[0][:2]
-        shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::", "") else bound_host
-        self.url = f"http://{f'[{shown}]' if ':' in shown else shown}:{bound_port}/"
-        self._runner = runner
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        from aiohttp import web
-
-        session = self.sessions.get(request.headers.get(TOKEN_HEADER, ""))
-        if session is None:
-            return web.Response(status=401, text="unknown notification token")
-        error: TargetError | None = None
-        try:
-            event = await _read_event(request, session.limits)
-        except web.HTTPRequestEntityTooLarge:
-            error, status = session.limits.too_large("a push notification"), 413
-        except LimitExceeded as exc:
-            error, status = exc, 400
-        except ValueError as exc:
-            error = TargetError(f"the agent pushed a notification tamesu cannot read: {exc}", retryable=False)
-            status = 400
-        if error is not None:
-            session.queue.put_nowait(error)
-            return web.Response(status=status, text=str(error))
-        session.queue.put_nowait(event)
-        return web.Response(status=200, text="ok")
 
 
 async def _read_event(request: web.Request, limits: Limits) -> StreamResponse:
@@ -128,20 +44,51 @@ async def _read_event(request: web.Request, limits: Limits) -> StreamResponse:
 class PushSession:
     """One conversation's registration with a listener: its token and the updates pushed to it."""
 
+    narrow: ClassVar[bool] = True
+    """Its requests carry the notification token header."""
+
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.token = secrets.token_urlsafe(24)
         self.queue: asyncio.Queue[StreamResponse | TargetError] = asyncio.Queue()
-        self.listener: PushListener | None = None
+        self.listener: Listener | None = None
         self.url = ""
 
     @classmethod
     async def open(cls, limits: Limits, *, addr: str | None, url: str | None) -> PushSession:
         session = cls(limits)
-        session.listener = PushListener.shared(addr or "127.0.0.1:0")
-        await session.listener.add(session)
-        session.url = url or session.listener.url
+        session.listener = Listener.shared(addr)
+        await session.listener.add(session, limits)
+        session.url = url or session.listener.url + "/"
         return session
+
+    @classmethod
+    async def serve(cls, listener: Listener, request: web.Request) -> web.StreamResponse | None:
+        """Queue a notification for the session whose token it carries. A request without the
+        header is left to the other kinds of session on the listener, when there are any."""
+        from aiohttp import web
+
+        token = request.headers.get(TOKEN_HEADER)
+        if token is None and any(not type(s).narrow for s in listener.sessions):
+            return None
+        session = next((s for s in listener.of(cls) if s.token == token), None)
+        if session is None:
+            return web.Response(status=401, text="unknown notification token")
+        error: TargetError | None = None
+        try:
+            event = await _read_event(request, session.limits)
+        except web.HTTPRequestEntityTooLarge:
+            error, status = session.limits.too_large("a push notification"), 413
+        except LimitExceeded as exc:
+            error, status = exc, 400
+        except ValueError as exc:
+            error = TargetError(f"the agent pushed a notification tamesu cannot read: {exc}", retryable=False)
+            status = 400
+        if error is not None:
+            session.queue.put_nowait(error)
+            return web.Response(status=status, text=str(error))
+        session.queue.put_nowait(event)
+        return web.Response(status=200, text="ok")
 
     def config(self) -> TaskPushNotificationConfig:
         """What the agent is told: where to push and the token that names this conversation."""

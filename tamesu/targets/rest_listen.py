@@ -1,7 +1,7 @@
 """``response.listen``: the agent answers by calling an API, so tamesu serves that API.
 
-One aiohttp server per address and event loop is shared by every session of the process that
-uses it; ``{{listen.url}}`` tells the agent where to call. Each request is answered with the
+The server is the shared local listener (``tamesu.targets.listener``); ``{{listen.url}}`` tells
+the agent where to call. Each request is answered with the
 session's ``reply`` and ``status``; requests that match ``path`` are read as the agent's reply by
 the session ``session`` (a JSONPath to the session id in the payload) routes them to, or by the
 oldest open session that does not route by id.
@@ -16,15 +16,16 @@ import asyncio
 import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tamesu.clock import within
 from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TamesuError, TargetError
 from tamesu.jsonpath import first
 from tamesu.kernel.messages import Message, RawResponse, UserTurn
-from tamesu.limits import DEFAULT_LIMITS, LimitExceeded
+from tamesu.limits import LimitExceeded
 from tamesu.targets.connect import request
+from tamesu.targets.listener import Listener
 from tamesu.targets.rest_read import decode_text
 from tamesu.templates import render
 
@@ -35,9 +36,7 @@ if TYPE_CHECKING:
     from tamesu.targets.rest import RestAdapter
     from tamesu.templates import Scope
 
-__all__ = ["ListenSession", "Listener", "PathFilter"]
-
-DEFAULT_ADDR = "127.0.0.1:0"
+__all__ = ["ListenSession", "PathFilter"]
 
 
 @dataclass
@@ -74,116 +73,32 @@ class PathFilter:
         return self.regex is None or self.regex.fullmatch(path) is not None
 
 
-def _split_addr(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    if not host:
-        host, port = addr or "127.0.0.1", "0"
-    return host.strip("[]") or "127.0.0.1", int(port or 0)
+def _route(listener: Listener, method: str, path: str, payload: Any) -> ListenSession | None:
+    """The session by id when a session routes by id; else the oldest one that does not."""
+    sessions = listener.of(ListenSession)
+    for s in sessions:
+        if s.route_path and s.owns(payload):
+            return s
+    fallback = [s for s in sessions if not s.route_path]
+    wanted = [s for s in fallback if s.filter.matches(method, path)]
+    chosen = wanted or fallback
+    return chosen[0] if chosen else None
 
 
-class Listener:
-    """One local server; sessions register and unregister, the last one out stops it."""
+def _refuse(listener: Listener, request: web.Request, exc: Exception) -> web.StreamResponse:
+    """A request that cannot be read within the limits: answered 413, and the turn of the session
+    it would have gone to fails with the limit it broke."""
+    from aiohttp import web
 
-    _all: dict[tuple[int, str], Listener] = {}
-
-    def __init__(self, addr: str) -> None:
-        self.addr = addr
-        self.sessions: list[ListenSession] = []
-        self.url = ""
-        self.limits = DEFAULT_LIMITS
-        self._runner: web.AppRunner | None = None
-        self._lock = asyncio.Lock()
-
-    @classmethod
-    def shared(cls, addr: str) -> Listener:
-        key = (id(asyncio.get_running_loop()), addr)
-        if key not in cls._all:
-            cls._all[key] = cls(addr)
-        return cls._all[key]
-
-    async def add(self, session: ListenSession) -> None:
-        async with self._lock:
-            if self._runner is None:
-                self.limits = session.t.ctx.limits
-                await self._start()
-            self.sessions.append(session)
-
-    async def remove(self, session: ListenSession) -> None:
-        async with self._lock:
-            if session in self.sessions:
-                self.sessions.remove(session)
-            if not self.sessions and self._runner is not None:
-                runner, self._runner = self._runner, None
-                self._all.pop((id(asyncio.get_running_loop()), self.addr), None)
-                await runner.cleanup()
-
-    async def _start(self) -> None:
-        from aiohttp import web
-
-        host, port = _split_addr(self.addr)
-        app = web.Application(client_max_size=self.limits.answer_size)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, host, port).start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise TargetError(
-                f"cannot listen on {self.addr}: {exc.strerror or exc}", retryable=False
-            ) from None
-        bound_host, bound_port = runner.addresses[0][:2]
-        shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::", "") else bound_host
-        shown = f"[{shown}]" if ":" in shown else shown
-        self.url = f"http://{shown}:{bound_port}"
-        self._runner = runner
-
-    def route(self, method: str, path: str, payload: Any) -> ListenSession | None:
-        """The session by id when a session routes by id; else the oldest one that does not."""
-        for s in self.sessions:
-            if s.route_path and s.owns(payload):
-                return s
-        fallback = [s for s in self.sessions if not s.route_path]
-        wanted = [s for s in fallback if s.filter.matches(method, path)]
-        chosen = wanted or fallback
-        return chosen[0] if chosen else None
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        from aiohttp import web
-
-        try:
-            payload = await _read_payload(request, self.limits.json_depth)
-        except (web.HTTPRequestEntityTooLarge, LimitExceeded) as exc:
-            return self._refuse(request, exc)
-        session = self.route(request.method, request.path, payload)
-        if session is None:
-            return web.json_response({"ok": True})
-        if session.filter.matches(request.method, request.path):
-            session.queue.put_nowait(
-                Incoming(request.method, request.path, payload, session.t.ctx.clock.now())
-            )
-        try:
-            reply = render(session.config.reply, session.t.ctx.scope.child({"request": payload}))
-        except TamesuError as exc:
-            return web.Response(status=500, text=session.t.ctx.redactor.redact(str(exc)))
-        if isinstance(reply, str):
-            return web.Response(status=session.config.status, text=reply)
-        return web.json_response(reply, status=session.config.status)
-
-    def _refuse(self, request: web.Request, exc: Exception) -> web.StreamResponse:
-        """A request that cannot be read within the limits: answered 413, and the turn of the
-        session it would have gone to fails with the limit it broke."""
-        from aiohttp import web
-
-        if isinstance(exc, LimitExceeded):
-            error: TargetError = exc
-        else:
-            error = self.limits.too_large(f"the agent's {request.method} {request.path} to the listener")
-        session = self.route(request.method, request.path, None)
-        if session is not None:
-            now = session.t.ctx.clock.now()
-            session.queue.put_nowait(Incoming(request.method, request.path, None, now, error))
-        return web.Response(status=413, text=str(error))
+    if isinstance(exc, LimitExceeded):
+        error: TargetError = exc
+    else:
+        error = listener.limits.too_large(f"the agent's {request.method} {request.path} to the listener")
+    session = _route(listener, request.method, request.path, None)
+    if session is not None:
+        now = session.t.ctx.clock.now()
+        session.queue.put_nowait(Incoming(request.method, request.path, None, now, error))
+    return web.Response(status=413, text=str(error))
 
 
 async def _read_payload(request: web.Request, depth: int) -> Any:
@@ -199,6 +114,9 @@ async def _read_payload(request: web.Request, depth: int) -> Any:
 class ListenSession:
     """One run's registration with a shared listener, and its turns."""
 
+    narrow: ClassVar[bool] = False
+    """It takes every request no narrower kind of session took."""
+
     def __init__(self, t: RestAdapter, config: RESTListen) -> None:
         self.t = t
         self.config = config
@@ -210,9 +128,33 @@ class ListenSession:
     @classmethod
     async def open(cls, t: RestAdapter, config: RESTListen) -> ListenSession:
         session = cls(t, config)
-        session.listener = Listener.shared(config.addr or DEFAULT_ADDR)
-        await session.listener.add(session)
+        session.listener = Listener.shared(config.addr)
+        await session.listener.add(session, t.ctx.limits)
         return session
+
+    @classmethod
+    async def serve(cls, listener: Listener, request: web.Request) -> web.StreamResponse:
+        """Answer with the routed session's ``reply``; a request matching its ``path`` is its reply."""
+        from aiohttp import web
+
+        try:
+            payload = await _read_payload(request, listener.limits.json_depth)
+        except (web.HTTPRequestEntityTooLarge, LimitExceeded) as exc:
+            return _refuse(listener, request, exc)
+        session = _route(listener, request.method, request.path, payload)
+        if session is None:
+            return web.json_response({"ok": True})
+        if session.filter.matches(request.method, request.path):
+            session.queue.put_nowait(
+                Incoming(request.method, request.path, payload, session.t.ctx.clock.now())
+            )
+        try:
+            reply = render(session.config.reply, session.t.ctx.scope.child({"request": payload}))
+        except TamesuError as exc:
+            return web.Response(status=500, text=session.t.ctx.redactor.redact(str(exc)))
+        if isinstance(reply, str):
+            return web.Response(status=session.config.status, text=reply)
+        return web.json_response(reply, status=session.config.status)
 
     @property
     def url(self) -> str:

@@ -200,6 +200,27 @@ async def test_the_push_listener_reads_only_its_sessions_notifications_within_th
             await t.push.next()
 
 
+async def test_push_and_response_listen_share_one_listener_and_each_reads_its_own(serve, harness) -> None:
+    import httpx
+
+    from .test_rest_listen import CallbackAgent, listen_config
+
+    rest_agent = CallbackAgent()
+    rest_url = await serve(rest_agent.app())
+    async with serve_a2a_agent(push=True) as agent:
+        pushed = await harness.target({"type": "a2a", "url": agent.url, "push": True})
+        listening = await harness.target(listen_config(rest_url), session="chat-1")
+        assert pushed.push.url == listening.listener.url + "/"
+        heard = await harness.say(listening, "hello")
+        answered = await turn(pushed, "slow one")
+        async with httpx.AsyncClient() as http:
+            forged = await http.post(
+                pushed.push.url, json={"task": {"id": "x"}}, headers={"X-A2A-Notification-Token": "forged"}
+            )
+    assert heard[-1].text == "HELLO" and answered[-1].text == "done: slow one"
+    assert forged.status_code == 401 and pushed.push.queue.empty() and listening.listener.queue.empty()
+
+
 @pytest.mark.unit
 def test_doctor_reports_the_installed_a2a_sdk() -> None:
     from importlib.metadata import version
