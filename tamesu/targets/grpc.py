@@ -1,7 +1,8 @@
 """The ``grpc`` target: an agent serving ``schema/agent.proto`` (one ``Converse`` stream a conversation).
 
 The adapter opens ``grpc://host:port`` (plaintext) or ``grpcs://host:port`` (TLS, verified against
-the system's CAs or ``SSL_CERT_FILE``), sends ``headers`` as call metadata and the rendered
+the url's ``?ca=`` bundle, else ``SSL_CERT_FILE``, else grpc's roots; with ``&cert=`` and ``&key=``
+tamesu shows a client certificate to an agent that wants mutual TLS), sends ``headers`` as call metadata and the rendered
 ``session.id`` in the first message, then one ``UserTurn`` per user turn and reads the agent's
 events until ``TurnEnd`` (``SessionEnd``, or the agent returning, ends the session). Text deltas,
 tool calls and results and handoffs become the transcript's messages as they arrive.
@@ -21,9 +22,9 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-from tamesu.config.targets.grpc import GrpcTarget
+from tamesu.config.targets.grpc import TLS_PARAMS, GrpcTarget, tls_params_problem
 from tamesu.durations import format_duration
 from tamesu.errors import MissingExtraError, TargetError, TemplateError
 from tamesu.kernel.messages import (
@@ -51,6 +52,8 @@ RETRYABLE = frozenset(
 )
 """Status codes a retry may cure (HTTP 5xx, 429, 409, 504); the others (INVALID_ARGUMENT,
 UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNIMPLEMENTED, ...) are the agent's final word."""
+TLSFiles = tuple[bytes | None, bytes | None, bytes | None]
+"""A grpcs:// connection's CA bundle, client certificate chain and client key (None: not given)."""
 _EOF = object()
 _timeout_at = getattr(asyncio, "timeout_at", None)
 """A timer without a task of its own (Python 3.11+); each read of a turn waits under one."""
@@ -107,23 +110,33 @@ class GrpcAdapter(TargetAdapter):
                 (key.lower(), render_text(value, ctx.scope))
                 for key, value in (self.config.headers or {}).items()
             )
+            address, tls = parse_grpc_url(self.url)
+            problem = tls_params_problem(self.url)
+            if problem:
+                raise TargetError(f"{problem}: {self.url}", retryable=False, kind="config")
+            keys = self._tls_files() if tls else None
         except TemplateError as exc:
             raise TargetError(str(exc), retryable=False, kind="config") from None
-        address, tls = parse_grpc_url(self.url)
-        self.channel = await retrying(ctx, self.policy, lambda: self._connect(grpc, address, tls))
+        self.channel = await retrying(ctx, self.policy, lambda: self._connect(grpc, address, keys))
         deadline = ctx.run_timeout
         stub = agent_pb2_grpc.AgentStub(self.channel)
         self.call = stub.Converse(metadata=metadata or None, timeout=deadline)
         await self._write(agent_pb2.ClientEvent(start=agent_pb2.Start(session_id=ctx.session)))
 
-    async def _connect(self, grpc: Any, address: str, tls: bool) -> Any:
+    def _tls_files(self) -> TLSFiles:
+        """(CA bundle, client certificate chain, client key) as bytes from the url's ``ca``,
+        ``cert`` and ``key``; the CA bundle defaults to ``SSL_CERT_FILE``, else None (grpc's roots)."""
+        params = {k: v[-1] for k, v in parse_qs(urlsplit(self.url).query, keep_blank_values=True).items()}
+        files = {
+            name: _read_pem(params[name], name, self.ctx) if params.get(name) else None for name in TLS_PARAMS
+        }
+        return files["ca"] or _root_certificates(), files["cert"], files["key"]
+
+    async def _connect(self, grpc: Any, address: str, tls: TLSFiles | None) -> Any:
         """The shared channel to the agent once it is READY, or ``Retry`` when the agent cannot be
         reached (yet); a channel that failed is let go, so the next attempt dials afresh."""
-        roots = _root_certificates() if tls else None
-        key = (address, tls, roots, self.ctx.limits.answer_size)
-        channel = CHANNELS.get(
-            key, lambda: _open_channel(grpc, address, tls, roots, self.ctx.limits.answer_size)
-        )
+        key = (address, tls, self.ctx.limits.answer_size)
+        channel = CHANNELS.get(key, lambda: _open_channel(grpc, address, tls, self.ctx.limits.answer_size))
         ready = grpc.ChannelConnectivity.READY
         state = channel.get_state(try_to_connect=True)
         if state == ready:
@@ -325,11 +338,26 @@ class Channels:
 CHANNELS = Channels()
 
 
-def _open_channel(grpc: Any, address: str, tls: bool, roots: bytes | None, answer_size: int) -> Any:
+def _open_channel(grpc: Any, address: str, tls: TLSFiles | None, answer_size: int) -> Any:
     options = [("grpc.max_receive_message_length", answer_size), ("grpc.enable_retries", 0)]
-    if tls:
-        return grpc.aio.secure_channel(address, grpc.ssl_channel_credentials(roots), options)
+    if tls is not None:
+        roots, chain, key = tls
+        credentials = grpc.ssl_channel_credentials(roots, private_key=key, certificate_chain=chain)
+        return grpc.aio.secure_channel(address, credentials, options)
     return grpc.aio.insecure_channel(address, options)
+
+
+def _read_pem(path: str, key: str, ctx: TargetContext) -> bytes:
+    """A PEM file the url names (relative to the suite); a missing one is a config error naming it."""
+    from pathlib import Path
+
+    full = Path(path) if Path(path).is_absolute() else Path(ctx.suite_dir) / path
+    try:
+        return full.read_bytes()
+    except OSError as exc:
+        raise TargetError(
+            f"the grpcs:// url's {key} {full}: {exc.strerror}", retryable=False, kind="config"
+        ) from None
 
 
 async def list_services(channel: Any, timeout: float = 5.0) -> list[str] | None:

@@ -297,6 +297,60 @@ async def test_grpcs_verifies_the_agent_against_ssl_cert_file(
     assert (await harness.say(t, "hi"))[-1].text == "secure hello"
 
 
+async def test_grpcs_shows_a_client_certificate_to_an_agent_that_wants_mutual_tls(
+    harness: Any, servicer: Any, tmp_path: Path
+) -> None:
+    trustme = pytest.importorskip("trustme")  # certificates made here with cryptography
+    ca = trustme.CA()
+    server = ca.issue_cert("localhost")
+    client = ca.issue_cert("client.example", common_name="tamesu client")
+    tls = grpc.ssl_server_credentials(
+        [(server.private_key_pem.bytes(), b"".join(c.bytes() for c in server.cert_chain_pems))],
+        root_certificates=ca.cert_pem.bytes(),
+        require_client_auth=True,
+    )
+
+    async def behaviour(requests: Any, context: Any) -> AsyncIterator[pb.AgentEvent]:
+        names = context.auth_context().get("x509_common_name", [b"?"])
+        async for event in requests:
+            if event.HasField("user_turn"):
+                yield text(f"hello {names[0].decode()}")
+                yield END
+
+    url = await servicer(behaviour, tls=tls)
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    client.cert_chain_pems[0].write_to_path(str(tmp_path / "client.pem"))
+    client.private_key_pem.write_to_path(str(tmp_path / "client.key"))
+    mutual = f"{url}?ca=ca.pem&cert=client.pem&key={{{{vars.key}}}}"
+    config = parse_target({"type": "grpc", "url": mutual, "connect": {"attempts": 1}})
+    ctx = harness.context(vars={"key": "client.key"}, turn_timeout=3)
+    ctx.suite_dir = str(tmp_path)
+    t = targets.adapter("grpc")(config, ctx)
+    harness.started.append(t)
+    await t.start()
+    assert (await harness.say(t, "hi"))[-1].text == "hello tamesu client"
+    anonymous = f"{url}?ca={tmp_path / 'ca.pem'}"
+    with pytest.raises(TargetError):  # trusted, but the agent refuses a caller without a certificate
+        refused = await grpc_target(harness, anonymous, connect={"attempts": 1}, turn_timeout=3)
+        await harness.say(refused, "hi")
+    missing = f"{anonymous}&cert={tmp_path / 'client.pem'}&key={tmp_path / 'nope.key'}"
+    with pytest.raises(TargetError, match=r"the grpcs:// url.s key .*nope\.key") as err:
+        await grpc_target(harness, missing)
+    assert err.value.kind == "config" and not err.value.retryable
+
+
+@pytest.mark.unit
+def test_tls_parameters_need_a_grpcs_url_and_a_cert_needs_its_key() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="apply to a grpcs:// url, not grpc://"):
+        parse_target({"type": "grpc", "url": "grpc://127.0.0.1:1?ca=ca.pem"})
+    with pytest.raises(ValidationError, match="cert and key go together"):
+        parse_target({"type": "grpc", "url": "grpcs://localhost:1?cert=c.pem"})
+    with pytest.raises(ValidationError, match="takes the query parameters ca, cert, key, not cafile"):
+        parse_target({"type": "grpc", "url": "grpcs://localhost:1?cafile=c.pem"})
+
+
 def test_the_checked_in_stubs_are_what_the_proto_compiles_to() -> None:
     pytest.importorskip("grpc_tools")
     from tamesu.targets.grpc_stubs.generate import HERE, stubs
