@@ -1,6 +1,6 @@
 """The agent card of a remote agent tamesu serves: its skills, its interfaces, its security.
 
-The card lists the JSON-RPC interface first (and HTTP+JSON beside it), the suite's skills (a skill
+The card lists the JSON-RPC interface first (HTTP+JSON and gRPC beside it), the suite's skills (a skill
 named only by id is named and tagged by its id, since the protocol wants both), and with
 ``token`` a bearer scheme that every request but the card's must satisfy. With ``extended`` the
 card says it has an authenticated extended card: the same card with the extra skills and the
@@ -34,8 +34,11 @@ def _skill(item: Any) -> AgentSkill:
     )
 
 
-def agent_cards(name: str, config: RemoteAgent, url: str) -> tuple[AgentCard, AgentCard | None]:
-    """(the public card, the extended card or None) of remote agent ``name`` served at ``url``."""
+def agent_cards(
+    name: str, config: RemoteAgent, url: str, *, grpc_url: str | None = None
+) -> tuple[AgentCard, AgentCard | None]:
+    """(the public card, the extended card or None) of remote agent ``name`` served at ``url``
+    (and with gRPC at ``grpc_url``, ``host:port``)."""
     from a2a.types.a2a_pb2 import (
         AgentCapabilities,
         AgentCard,
@@ -50,7 +53,9 @@ def agent_cards(name: str, config: RemoteAgent, url: str) -> tuple[AgentCard, Ag
         name=config.name or name,
         description=config.description or f"{config.name or name} (served by tamesu)",
         version="1.0.0",
-        capabilities=AgentCapabilities(streaming=True, extended_agent_card=config.extended is not None),
+        capabilities=AgentCapabilities(
+            streaming=True, push_notifications=True, extended_agent_card=config.extended is not None
+        ),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=[_skill(s) for s in config.skills or []],
@@ -59,6 +64,10 @@ def agent_cards(name: str, config: RemoteAgent, url: str) -> tuple[AgentCard, Ag
             AgentInterface(protocol_binding="HTTP+JSON", url=f"{base}/rest", protocol_version="1.0"),
         ],
     )
+    if grpc_url is not None:
+        card.supported_interfaces.append(
+            AgentInterface(protocol_binding="GRPC", url=grpc_url, protocol_version="1.0")
+        )
     if config.token is not None:
         card.security_schemes[_SCHEME].CopyFrom(
             SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer"))

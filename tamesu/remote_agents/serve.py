@@ -1,9 +1,11 @@
 """One run's remote agents: served before the run starts, their URLs in the run's scope.
 
 ``RemoteAgents.open`` renders each agent's ``token``, ``forward`` and ``headers`` in the run's
-scope (secrets included), mounts the agent on the shared server of its address, and sets
-``{{remote.NAME.url}}`` (also ``{{remote.NAME}}``, and ``{{remote.NAME.card_url}}``) where the target's configuration can
-render it. ``close`` unmounts them; what they heard is already in the transcript.
+scope (secrets included), mounts the agent on the shared server of its address (JSON-RPC and
+HTTP+JSON) and on a gRPC port of its own, and sets ``{{remote.NAME.url}}`` (also
+``{{remote.NAME}}``, ``{{remote.NAME.card_url}}`` and ``{{remote.NAME.grpc_url}}``) where the
+target's configuration can render it. Each agent also sends push notifications to a caller that
+asks for them. ``close`` unmounts them; what they heard is already in the transcript.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RemoteAgents"]
 
+PUSH_TIMEOUT = 10.0
+"""Seconds one push notification to the agent under test may take."""
+
 
 class RemoteAgents:
     """The remote agents of one run, mounted; see the module docstring."""
@@ -35,6 +40,8 @@ class RemoteAgents:
         self._mounted: list[tuple[RemoteServer, Mount]] = []
         self._locked: list[RemoteServer] = []
         self._clients: list[Any] = []
+        self._grpc: list[Any] = []
+        self._pusher: Any = None
 
     @classmethod
     async def open(
@@ -73,10 +80,15 @@ class RemoteAgents:
         http: httpx.AsyncClient,
     ) -> None:
         from a2a.server.request_handlers import DefaultRequestHandler
-        from a2a.server.tasks import InMemoryTaskStore
+        from a2a.server.tasks import (
+            BasePushNotificationSender,
+            InMemoryPushNotificationConfigStore,
+            InMemoryTaskStore,
+        )
 
         from tamesu.remote_agents.card import agent_cards
-        from tamesu.remote_agents.server import Mount, RemoteServer
+        from tamesu.remote_agents.grpc_serve import GrpcEndpoint
+        from tamesu.remote_agents.server import Mount, RemoteServer, split_addr
         from tamesu.templates import render_text
 
         server = RemoteServer.shared(config.addr or "127.0.0.1:0")
@@ -88,21 +100,37 @@ class RemoteAgents:
         mount = Mount(prefix=prefix, app=None, token=token, limits=limits)
         await server.add(mount)
         self._mounted.append((server, mount))
+        endpoint = GrpcEndpoint.open(split_addr(server.addr)[0], token=token, limits=limits)
+        self._grpc.append(endpoint)
         url = f"{server.url}/{prefix}/" if prefix else f"{server.url}/"
-        card, extended = agent_cards(name, config, url)
+        card, extended = agent_cards(name, config, url, grpc_url=endpoint.url)
         executor = self._executor(name, config, scope=scope, recording=recording, limits=limits, http=http)
+        pushes = InMemoryPushNotificationConfigStore()
         handler = DefaultRequestHandler(
             agent_executor=executor,
             task_store=InMemoryTaskStore(),
             agent_card=card,
             extended_agent_card=extended,
             extended_card_modifier=None if token is not None or extended is None else _credentials_required,
+            push_config_store=pushes,
+            push_sender=BasePushNotificationSender(self._push_client(), pushes),
         )
         mount.app = _app(handler, card)
+        await endpoint.attach(handler)
         self.urls[name] = url
         scope.set(f"remote.{name}", url)
         scope.set(f"remote.{name}.url", url)
         scope.set(f"remote.{name}.card_url", url + ".well-known/agent-card.json")
+        scope.set(f"remote.{name}.grpc_url", endpoint.url)
+
+    def _push_client(self) -> Any:
+        """The HTTP client the run's agents push notifications with (made once, closed with them)."""
+        import httpx
+
+        if self._pusher is None:
+            self._pusher = httpx.AsyncClient(trust_env=False, timeout=PUSH_TIMEOUT)
+            self._clients.append(self._pusher)
+        return self._pusher
 
     def _executor(
         self,
@@ -151,6 +179,9 @@ class RemoteAgents:
         locked, self._locked = self._locked, []
         for server in locked:
             server.lock.release()
+        endpoints, self._grpc = self._grpc, []
+        for endpoint in endpoints:
+            await endpoint.close()
         clients, self._clients = self._clients, []
         for client in clients:
             await client.aclose()
@@ -175,6 +206,9 @@ async def _credentials_required(card: Any, context: Any) -> Any:
     from a2a.utils.errors import InvalidRequestError
 
     headers = context.state.get("headers") or {}
+    grpc_context = context.state.get("grpc_context")
+    if grpc_context is not None:
+        headers = {k: v for k, v in grpc_context.invocation_metadata() or ()}
     if not headers.get("authorization"):
         raise InvalidRequestError("the extended card is for callers that send credentials (Authorization)")
     return card

@@ -202,3 +202,65 @@ async def test_a_real_agent_that_cannot_be_reached_is_a_failed_task_and_is_recor
     (received, replied) = [e for e in transcript.events if isinstance(e, RemoteMessage)]
     assert received.text == "hello"
     assert replied.state == "failed" and replied.text.startswith("forwarding failed: ")
+
+
+async def test_the_grpc_interface_answers_records_and_wants_the_token(harness, serve_remote) -> None:
+    served, transcript = await serve_remote(
+        {"billing": {**SCRIPT, "token": "{{secrets.BILLING}}"}}, secrets={"BILLING": "tok-123"}
+    )
+    url = served.urls["billing"]
+    refused = await harness.target({"type": "a2a", "url": url, "transport": "grpc"})
+    with pytest.raises(TargetError, match="UNAUTHENTICATED|this agent wants a bearer token"):
+        await say(refused, "hello")
+    auth = {"Authorization": "Bearer {{secrets.T}}"}
+    t = await harness.target(
+        {"type": "a2a", "url": url, "transport": "grpc", "headers": auth}, secrets={"T": "tok-123"}
+    )
+    assert t.conn.transport == "grpc"
+    asked = await say(t, "please cancel something")
+    done = await say(t, "it is ORD-12")
+    assert [asked[-1].text, done[-1].text] == ["Which order should I cancel?", "Order cancelled"]
+    assert remote_events(transcript) == [
+        ("received", "please cancel something", None),
+        ("replied", "Which order should I cancel?", "input-required"),
+        ("received", "it is ORD-12", None),
+        ("replied", "Order cancelled", "completed"),
+    ]
+    grpc_url = served.urls["billing"]
+    card = json.loads((await harness.http.get(grpc_url + ".well-known/agent-card.json")).text)
+    [grpc_interface] = [i for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    assert grpc_interface["url"].startswith("127.0.0.1:")
+
+
+async def test_the_extended_card_over_grpc_goes_only_to_callers_with_credentials(
+    harness, serve_remote
+) -> None:
+    extended = {"skills": ["invoice-export"], "description": "Refunds, invoices and exports for partners"}
+    served, _ = await serve_remote({"billing": {**SCRIPT, "extended": extended}})
+    url = served.urls["billing"]
+    t = await harness.target(
+        {"type": "a2a", "url": url, "transport": "grpc", "skill": "invoice-export",
+         "headers": {"Authorization": "Bearer partner"}}
+    )  # fmt: skip
+    assert [s.id for s in t.conn.card.skills] == ["refund", "invoice-lookup", "invoice-export"]
+    assert (await say(t, "hello"))[-1].text == "I can help with cancellations."
+
+
+@pytest.mark.parametrize("transport", ["jsonrpc", "grpc"])
+async def test_a_caller_that_asks_for_push_gets_the_answer_pushed(harness, serve_remote, transport) -> None:
+    served, transcript = await serve_remote({"billing": SCRIPT})
+    t = await harness.target(
+        {"type": "a2a", "url": served.urls["billing"], "transport": transport, "push": True}
+    )
+    pushed, read = [], t.push.next
+
+    async def next_pushed():
+        pushed.append(await read())
+        return pushed[-1]
+
+    t.push.next = next_pushed
+    asked = await say(t, "please cancel something")
+    done = await say(t, "it is ORD-12")
+    assert [asked[-1].text, done[-1].text] == ["Which order should I cancel?", "Order cancelled"]
+    assert pushed, "no notification was pushed"
+    assert remote_events(transcript)[-1] == ("replied", "Order cancelled", "completed")
