@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from .services import RunServices
 
-__all__ = ["DEFAULT_MAX_TURNS", "GraphOutcome", "OutcomeSink", "RunGraph", "run_graph"]
+__all__ = ["DEFAULT_MAX_TURNS", "GraphOutcome", "OutcomeSink", "Ready", "RunGraph", "run_graph"]
 
 DEFAULT_MAX_TURNS = 10
 STOP_GRACE = 5.0
@@ -61,6 +61,9 @@ STOP_GRACE = 5.0
 
 
 OutcomeSink = Callable[[GraphOutcome], None]
+Ready = Callable[[dict[str, str]], Awaitable[str | None]]
+"""Called once a run's remote agents are served, with their template values (``remote.NAME.url``
+...; empty without remote agents), before its target starts; returns why the run cannot go on."""
 
 
 class RunGraph:
@@ -115,14 +118,29 @@ class RunGraph:
         self._graded = False
         """The run ended and was graded: the transcript and its metrics change no more."""
 
-    async def run(self, *, timeout: float | None = None, sink: OutcomeSink | None = None) -> GraphOutcome:
-        """Drive the run to its end (or to ``timeout`` seconds) and return its outcome."""
+    async def run(
+        self, *, timeout: float | None = None, sink: OutcomeSink | None = None, ready: Ready | None = None
+    ) -> GraphOutcome:
+        """Drive the run to its end (or to ``timeout`` seconds) and return its outcome. The run's
+        remote agents are served first; then ``ready`` (the run's ``before_each`` hooks, which may
+        name their URLs) is awaited, and an error it returns fails the run as a hook error."""
         cannot = self.spec.cannot_run()
         if cannot is not None:
             self._fail(cannot[0], cannot[1], False)
             return self.outcome()
+        remote = None
         try:
-            await within(self._run(), timeout)
+            if self.spec.remote_agents:
+                try:
+                    remote = await self._serve_remote_agents()
+                except Exception as exc:
+                    self._fail_exc(exc)
+            if ready is not None and self._error is None:
+                problem = await ready(dict(remote.values) if remote is not None else {})
+                if problem is not None:
+                    self._fail(problem, "hook", True)
+            if self._error is None:
+                await within(self._run_actors(), timeout)
         except asyncio.TimeoutError:
             self._fail(f"the run took longer than {format_duration(timeout or 0)}", "timeout", True)
         except asyncio.CancelledError:
@@ -130,6 +148,9 @@ class RunGraph:
             if sink is not None:
                 sink(self.outcome())
             raise
+        finally:
+            if remote is not None:
+                await remote.close()
         return self.outcome()
 
     def outcome(self) -> GraphOutcome:
@@ -274,20 +295,6 @@ class RunGraph:
         return make_simulator(
             self.spec, self.scope, router=self.router, ledger=self.ledger, counterpart=counterpart
         )
-
-    async def _run(self) -> None:
-        remote = None
-        try:
-            if self.spec.remote_agents:
-                try:
-                    remote = await self._serve_remote_agents()
-                except Exception as exc:
-                    self._fail_exc(exc)
-                    return
-            await self._run_actors()
-        finally:
-            if remote is not None:
-                await remote.close()
 
     async def _serve_remote_agents(self) -> Any:
         """The run's remote agents, served before its target starts (``{{remote.NAME.url}}``)."""

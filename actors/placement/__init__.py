@@ -9,19 +9,23 @@ Only ``tamesu.actors.placement.ray`` imports Ray, and only when that placement i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import GraphOutcome
     from tamesu.runner.spec import RunSpec
 
-    from ..graph import OutcomeSink
+    from ..graph import OutcomeSink, Ready
     from ..services import RunServices
 
 __all__ = ["Placement", "make_placement"]
 
 
 class Placement(Protocol):
+    calls_ready: ClassVar[bool]
+    """Whether ``run`` takes ``ready``: the run's graph lives in this process, so its remote
+    agents' URLs can reach the ``before_each`` hooks here before its target starts."""
+
     async def run(
         self,
         spec: RunSpec,
@@ -29,6 +33,7 @@ class Placement(Protocol):
         secrets: Mapping[str, str] | None = None,
         timeout: float | None = None,
         sink: OutcomeSink | None = None,
+        ready: Ready | None = None,
     ) -> GraphOutcome:
         """One run to its outcome; ``timeout`` ends it with a timeout outcome and its partial transcript."""
         ...

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from tamesu.kernel.outcome import GraphOutcome
 
-from ..graph import OutcomeSink, RunGraph
+from ..graph import OutcomeSink, Ready, RunGraph
 
 if TYPE_CHECKING:
     from tamesu.runner.spec import RunSpec
@@ -24,6 +24,8 @@ class LocalPlacement:
     crossed a process: tests use it so that what passes locally also passes on Ray.
     """
 
+    calls_ready: ClassVar[bool] = True
+    """The graph runs here: ``ready`` (the run's hooks) is called between its remote agents and its target."""
     bounds_itself: ClassVar[bool] = True
     """A run here ends within its timeout plus the graph's stop grace (the graph enforces both in
     this process), so the scheduler needs no backstop of its own."""
@@ -44,11 +46,12 @@ class LocalPlacement:
         secrets: Mapping[str, str] | None = None,
         timeout: float | None = None,
         sink: OutcomeSink | None = None,
+        ready: Ready | None = None,
     ) -> GraphOutcome:
         graph = RunGraph(spec, self.services, secrets=secrets, encode_boundary=self.encode_boundary)
         self.active[spec.run_id] = graph
         try:
-            return await graph.run(timeout=timeout, sink=sink)
+            return await graph.run(timeout=timeout, sink=sink, ready=ready)
         finally:
             self.active.pop(spec.run_id, None)
 

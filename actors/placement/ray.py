@@ -31,7 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 import ray
@@ -42,7 +42,7 @@ from tamesu.kernel.events import RunError
 from tamesu.kernel.outcome import GraphOutcome
 from tamesu.kernel.transcript import Transcript
 
-from ..graph import OutcomeSink
+from ..graph import OutcomeSink, Ready
 from ..pools import (
     Autoscaler,
     Batcher,
@@ -102,6 +102,9 @@ class RayPlacement:
     ``worker_setup`` (picklable) runs once in each worker, to register plugin targets and
     assertions there; ``router_factory`` makes each worker's model router.
     """
+
+    calls_ready: ClassVar[bool] = False
+    """The graphs run in the workers: a run's hooks come before it, without its remote agents' URLs."""
 
     def __init__(
         self,
@@ -229,7 +232,10 @@ class RayPlacement:
         secrets: Mapping[str, str] | None = None,
         timeout: float | None = None,
         sink: OutcomeSink | None = None,
+        ready: Ready | None = None,
     ) -> GraphOutcome:
+        if ready is not None:
+            raise ValueError("a Ray placement runs graphs in its workers: it takes no ready (calls_ready)")
         if self._closed:
             raise RuntimeError("this Ray placement is closed")
         if self.lost is not None:

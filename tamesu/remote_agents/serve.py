@@ -37,6 +37,8 @@ class RemoteAgents:
 
     def __init__(self) -> None:
         self.urls: dict[str, str] = {}
+        self.values: dict[str, str] = {}
+        """Every ``remote.…`` template value set in the run's scope, by its name."""
         self._mounted: list[tuple[RemoteServer, Mount]] = []
         self._locked: list[RemoteServer] = []
         self._clients: list[Any] = []
@@ -118,10 +120,15 @@ class RemoteAgents:
         mount.app = _app(handler, card)
         await endpoint.attach(handler)
         self.urls[name] = url
-        scope.set(f"remote.{name}", url)
-        scope.set(f"remote.{name}.url", url)
-        scope.set(f"remote.{name}.card_url", url + ".well-known/agent-card.json")
-        scope.set(f"remote.{name}.grpc_url", endpoint.url)
+        values = {
+            f"remote.{name}": url,
+            f"remote.{name}.url": url,
+            f"remote.{name}.card_url": url + ".well-known/agent-card.json",
+            f"remote.{name}.grpc_url": endpoint.url,
+        }
+        for key, value in values.items():
+            scope.set(key, value)
+        self.values.update(values)
 
     def _push_client(self) -> Any:
         """The HTTP client the run's agents push notifications with (made once, closed with them)."""

@@ -30,6 +30,7 @@ from tamesu.runner.verdict import result_of
 if TYPE_CHECKING:
     import httpx
 
+    from tamesu.actors.graph import Ready
     from tamesu.actors.placement import Placement
     from tamesu.kernel.outcome import AssertionResult, RunResult
     from tamesu.kernel.transcript import Transcript
@@ -73,15 +74,24 @@ def session_id(spec: RunSpec, setup: SuiteSetup | None) -> str:
 
 
 def hook_kwargs(
-    setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str], *, http: Any, redactor: Redactor | None
+    setup: SuiteSetup,
+    spec: RunSpec | None,
+    env: dict[str, str],
+    *,
+    http: Any,
+    redactor: Redactor | None,
+    remote: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``run_hooks`` for a suite's hooks (a run's vars and session when given)."""
+    """The keyword arguments of ``run_hooks`` for a suite's hooks (a run's vars and session when
+    given, and its remote agents' ``remote.…`` values once they are served)."""
     from tamesu.secrets import Redactor
     from tamesu.templates import Scope
 
     scope = setup.scope or Scope()
     if spec is not None:
         scope = Scope({"vars": spec.vars, "session": env.get("TAMESU_SESSION", "")}, parent=scope)
+    for name, value in (remote or {}).items():
+        scope.set(name, value)
     return {
         "scope": scope,
         "env": env,
@@ -181,37 +191,58 @@ class Attempts:
         wall = time.time()
         started = time.monotonic()
         env: dict[str, str] = {}
+        remote: dict[str, str] = {}
         if setup is not None and (setup.before_each or setup.after_each):
             env = hook_env(suite=spec.suite, test=spec.test_id, session=session, run_id=spec.run_id)
+        ready = None
         if setup is not None and setup.before_each:
-            hooked = await run_hooks(setup.before_each, **self.hook_args(setup, spec, env))
-            if not hooked.ok:
-                message = f"before_each hook failed: {hooked.hook}: {hooked.message}"
-                result = self.error_result(spec, message, "hook", attempt)
-                result.started_at, result.duration = wall, time.monotonic() - started
-                return result, True, None
-        answer = await self._call_graph(spec, setup.secrets if setup is not None else None)
+            before_each, hook_setup = setup.before_each, setup
+
+            async def before(values: dict[str, str]) -> str | None:
+                remote.update(values)
+                hooked = await run_hooks(before_each, **self.hook_args(hook_setup, spec, env, remote))
+                return None if hooked.ok else f"before_each hook failed: {hooked.hook}: {hooked.message}"
+
+            if spec.remote_agents and getattr(self.placement, "calls_ready", False):
+                ready = before  # after the remote agents are served, so their URLs render
+            else:
+                problem = await before({})
+                if problem is not None:
+                    result = self.error_result(spec, problem, "hook", attempt)
+                    result.started_at, result.duration = wall, time.monotonic() - started
+                    return result, True, None
+        answer = await self._call_graph(spec, setup.secrets if setup is not None else None, ready)
         if setup is not None and setup.after_each:
-            hooked = await run_hooks(setup.after_each, **self.hook_args(setup, spec, env))
+            hooked = await run_hooks(setup.after_each, **self.hook_args(setup, spec, env, remote))
             if not hooked.ok:
                 self.note(f"{spec.run_id}: after_each hook failed: {hooked.hook}: {hooked.message}")
         result, retryable = self._result(spec, answer, attempt, wall, time.monotonic() - started)
         return result, retryable, answer.transcript
 
-    def hook_args(self, setup: SuiteSetup, spec: RunSpec | None, env: dict[str, str]) -> dict[str, Any]:
-        return hook_kwargs(setup, spec, env, http=self.http, redactor=self.redactor)
+    def hook_args(
+        self,
+        setup: SuiteSetup,
+        spec: RunSpec | None,
+        env: dict[str, str],
+        remote: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return hook_kwargs(setup, spec, env, http=self.http, redactor=self.redactor, remote=remote)
 
     def error_result(self, spec: RunSpec, message: str, kind: str, attempt: int = 1) -> RunResult:
         """An attempt that never ran its graph (a hook failed, the run cannot run here)."""
         return result_of(spec, error=message, error_kind=kind, attempt=attempt, started_at=time.time())
 
-    async def _call_graph(self, spec: RunSpec, secrets: Mapping[str, str] | None) -> _Answer:
+    async def _call_graph(
+        self, spec: RunSpec, secrets: Mapping[str, str] | None, ready: Ready | None = None
+    ) -> _Answer:
         """The graph enforces the timeout itself (also on Ray) and keeps the partial transcript; the
         limit here, a little later, only catches a placement that does not come back (none for one
         that ``bounds_itself``, like the local placement)."""
         partial: list[Any] = []
         try:
-            running = self.placement.run(spec, secrets=secrets, timeout=spec.timeout, sink=partial.append)
+            running = self.placement.run(
+                spec, secrets=secrets, timeout=spec.timeout, sink=partial.append, ready=ready
+            )
             if getattr(self.placement, "bounds_itself", False):
                 outcome = await running
             else:

@@ -97,7 +97,12 @@ def plan(
         own = name_assertions(test.assert_ or [], prefix=prefix, suite_packs=suite.packs, file=file)
         assertions = _numbered([*own, *shared])
         remote = served(
-            suite.remote_agents, target=target, counterpart=counterpart, test=test, assertions=assertions
+            suite.remote_agents,
+            target=target,
+            counterpart=counterpart,
+            test=test,
+            assertions=assertions,
+            hooks=suite.hooks,
         )
         defaults = effective_defaults(project, suite, test)
         repeats = repeat_override or defaults.repeat

@@ -13,7 +13,8 @@ What it answers, by the words of the message (first match wins):
   server cuts the first ``drop_streams`` streams after their first event);
 - ``big`` -> an artifact of ``big`` characters;
 - ``delegate`` -> passes the words to the A2A agent whose URL is the message's ``metadata.delegate``
-  and answers "<name> says: <its answer>";
+  (else the one ``POST /admin/delegate {"url": ...}`` set, as a hook configures an agent) and
+  answers "<name> says: <its answer>";
 - anything else -> "echo: <words>" with the data parts echoed back as a data part, the files as
   "files: name (mime, N bytes)" and the metadata as "metadata: {...}".
 
@@ -78,7 +79,7 @@ class _Scripted(AgentExecutor):
             await task.add_artifact([Part(text="x" * self.agent.big)], name="answer")
             await task.complete()
         elif "delegate" in words:
-            answer = await _delegate(str(dict(msg.metadata).get("delegate") or ""), words)
+            answer = await _delegate(str(dict(msg.metadata).get("delegate") or self.agent.delegate), words)
             await task.add_artifact([Part(text=answer)], name="answer")
             await task.complete()
         else:
@@ -138,6 +139,10 @@ class A2AAgent:
     resubscribed: asyncio.Event = field(default_factory=asyncio.Event)
     drops: int = 0
     """Streams the server still has to cut after their first event."""
+    delegate: str = ""
+    """Where ``delegate`` goes without ``metadata.delegate``; set by ``POST /admin/delegate``."""
+    admin: list[dict[str, Any]] = field(default_factory=list)
+    """Every body posted to ``/admin/delegate``."""
 
     def card_url(self) -> str:
         return self.url + ".well-known/agent-card.json"
@@ -158,6 +163,13 @@ def _middleware(app: Any, agent: A2AAgent) -> Any:
             if not message.get("more_body"):
                 break
         body = b"".join(chunks)
+        if scope["path"] == "/admin/delegate":
+            posted = json.loads(body or b"{}")
+            agent.admin.append(posted)
+            agent.delegate = str(posted.get("url") or "")
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
         if b"SubscribeToTask" in body or scope["path"].endswith(":subscribe"):
             agent.resubscribed.set()
         cut = agent.drops > 0 and (

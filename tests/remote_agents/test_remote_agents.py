@@ -210,7 +210,7 @@ async def test_the_grpc_interface_answers_records_and_wants_the_token(harness, s
     )
     url = served.urls["billing"]
     refused = await harness.target({"type": "a2a", "url": url, "transport": "grpc"})
-    with pytest.raises(TargetError, match="UNAUTHENTICATED|this agent wants a bearer token"):
+    with pytest.raises(TargetError, match=r"UNAUTHENTICATED|this agent wants a bearer token"):
         await say(refused, "hello")
     auth = {"Authorization": "Bearer {{secrets.T}}"}
     t = await harness.target(

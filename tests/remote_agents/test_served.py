@@ -45,3 +45,16 @@ def test_delegated_to_and_a_counterparts_configuration_name_agents_too() -> None
 def test_a_suite_without_remote_agents_serves_none() -> None:
     target = parse_target({"type": "a2a", "url": "http://x"})
     assert served({}, target=target, counterpart=None, test=None) == {}
+
+
+def test_the_suites_run_hooks_name_agents_too() -> None:
+    from tamesu.config.common import Hooks
+
+    target = parse_target({"type": "a2a", "url": "http://x"})
+    hooks = Hooks.model_validate(
+        {"before_each": [{"http": {"url": "http://admin/", "body": {"to": "{{remote.shipping.url}}"}}}]}
+    )
+    assert sorted(served(AGENTS, target=target, counterpart=None, test=None, hooks=hooks)) == [
+        "legacy",
+        "shipping",
+    ]
