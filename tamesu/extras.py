@@ -81,6 +81,7 @@ EXTRAS: dict[str, Extra] = {
         Extra("livekit", "livekit targets (the livekit SDK and livekit-api) and the loopback LiveKit server (aiortc)", ("livekit", "livekit.api", "aiortc")),
         Extra("browser", "browser targets: Playwright driving the system's Chromium (apt-get install chromium)", ("playwright",)),
         Extra("sip", "sip targets, once they have an adapter"),
+        Extra("history-server", "a team's shared history on PostgreSQL (history.url, --db postgresql://...)", ("psycopg",)),
     )
 }  # fmt: skip
 """Every extra of the distribution but ``all`` and ``dev``; a test keeps it in step with pyproject.toml."""
