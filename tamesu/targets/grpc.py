@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 __all__ = ["CHANNELS", "RETRYABLE", "SERVICE", "Channels", "GrpcAdapter", "list_services", "parse_grpc_url"]
 
 SERVICE = "tamesu.agent.v1.Agent"
+LOST_STATUS = "Internal error from Core"
+"""The details of the INTERNAL status grpcio gives a call whose write lost a race with the agent's status."""
+PROBE_S = 2.0
+"""How long a probe call waits for an agent's refusal (an agent that takes the call waits for Start)."""
 RETRYABLE = frozenset(
     {"UNAVAILABLE", "RESOURCE_EXHAUSTED", "ABORTED", "DEADLINE_EXCEEDED", "INTERNAL", "UNKNOWN", "DATA_LOSS"}
 )
@@ -93,6 +97,7 @@ class GrpcAdapter(TargetAdapter):
         self.url = ""
         self.channel: Any = None
         self.call: Any = None
+        self.metadata: tuple[tuple[str, str], ...] | None = None
 
     async def start(self) -> None:
         from tamesu.templates import render_text
@@ -120,7 +125,8 @@ class GrpcAdapter(TargetAdapter):
         self.channel = await retrying(ctx, self.policy, lambda: self._connect(grpc, address, keys))
         deadline = ctx.run_timeout
         stub = agent_pb2_grpc.AgentStub(self.channel)
-        self.call = stub.Converse(metadata=metadata or None, timeout=deadline)
+        self.metadata = metadata or None
+        self.call = stub.Converse(metadata=self.metadata, timeout=deadline)
         await self._write(agent_pb2.ClientEvent(start=agent_pb2.Start(session_id=ctx.session)))
 
     def _tls_files(self) -> TLSFiles:
@@ -281,6 +287,10 @@ class GrpcAdapter(TargetAdapter):
             )
         name = code.name if code is not None else "UNKNOWN"
         details = details or ""
+        if name == "INTERNAL" and details == LOST_STATUS:
+            refused = await self._refusal()
+            if refused is not None:
+                name, details = refused
         if name == "RESOURCE_EXHAUSTED" and "larger than max" in details:
             return self.ctx.limits.too_large(f"a message from the gRPC agent at {self.url}")
         message = f"the gRPC agent at {self.url} ended the call with {name}" + (
@@ -289,6 +299,29 @@ class GrpcAdapter(TargetAdapter):
         if name == "UNIMPLEMENTED":
             message += await self._services_hint()
         return TargetError(self.ctx.redactor.redact(message), retryable=name in RETRYABLE)
+
+    async def _refusal(self) -> tuple[str, str] | None:
+        """The agent's refusal of a new call that sends nothing, or None when it takes the call.
+
+        A write racing the agent's final status makes grpcio replace that status with a local
+        INTERNAL (``LOST_STATUS``); an agent that refuses every call (UNIMPLEMENTED, UNAUTHENTICATED,
+        ...) refuses this one at once and so says what the lost status was."""
+        from tamesu.targets.grpc_stubs import agent_pb2_grpc
+
+        grpc = _grpc()
+        probe = agent_pb2_grpc.AgentStub(self.channel).Converse(metadata=self.metadata, timeout=PROBE_S)
+        try:
+            code = await asyncio.wait_for(probe.code(), PROBE_S + 1.0)
+            details = await probe.details()
+        except Exception:
+            return None
+        finally:
+            probe.cancel()
+        if code is None or code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+            return None  # the agent took the call and waited for Start: it refuses nothing
+        if code.name == "INTERNAL" and details == LOST_STATUS:
+            return None
+        return code.name, details or ""
 
     async def _services_hint(self) -> str:
         """When the agent does not serve the protocol and has server reflection: what it serves."""
