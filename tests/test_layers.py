@@ -48,13 +48,17 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+TREES = {module: ast.parse(path.read_text(encoding="utf-8")) for module, path in MODULES.items()}
+"""Parsed once, at collection, before any test starts a thread: CPython 3.11's AST conversion keeps
+its recursion depth in shared state, and ``ast.parse`` beside another thread's parse can fail with
+"AST constructor recursion depth mismatch" (a SystemError seen once in a full run)."""
 
 
 def _imports() -> list[Import]:
     out = []
     for module, path in MODULES.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        out.extend(_walk(ast.parse(path.read_text(encoding="utf-8")), module, package, runtime=True))
+        out.extend(_walk(TREES[module], module, package, runtime=True))
     return out
 
 
@@ -190,8 +194,8 @@ def test_no_two_modules_of_a_package_import_each_other() -> None:
 def test_each_protocol_is_declared_once() -> None:
     """One ``Placement``, one ``UserSimulator``: a second copy of a protocol drifts from the first."""
     declared: dict[str, list[str]] = {}
-    for module, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for module, tree in TREES.items():
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and any("Protocol" in ast.unparse(b) for b in node.bases):
                 declared.setdefault(node.name, []).append(module)
     assert {name: where for name, where in declared.items() if len(where) > 1} == {}
