@@ -120,7 +120,7 @@ def bot_audio(frame: Any) -> WireFrame | None:
     when nothing in it is louder than the listener's threshold; None for a format it cannot read."""
     import numpy as np
 
-    from tamesu.voice.session import AUDIBLE
+    from tamesu.voice.silence import silent
 
     if frame.format.name not in ("s16", "s16p"):
         return None
@@ -134,7 +134,7 @@ def bot_audio(frame: Any) -> WireFrame | None:
         "sample_rate": frame.sample_rate,
         "num_channels": channels,
     }
-    if not len(samples) or int(np.abs(samples.astype(np.int32)).max()) <= AUDIBLE:
+    if silent(samples):
         fields["silent"] = True
     return WireFrame("audio", fields)
 
@@ -275,7 +275,9 @@ class PipecatPeer(Inbox):
             task.add_done_callback(self._tasks.discard)
 
     async def _hear(self, track: Any) -> None:
-        quiet_s = SILENCE_TAIL_S
+        from tamesu.voice.silence import SilenceGate
+
+        gate = SilenceGate(SILENCE_TAIL_S)
         while True:
             try:
                 frame = await track.recv()
@@ -284,13 +286,8 @@ class PipecatPeer(Inbox):
             item = bot_audio(frame)
             if item is None:
                 continue
-            if item.get("silent"):
-                quiet_s += frame.samples / max(1, frame.sample_rate)
-                if quiet_s > SILENCE_TAIL_S:
-                    continue
-            else:
-                quiet_s = 0.0
-            self._put(item)
+            if gate.keep(bool(item.get("silent")), frame.samples / max(1, frame.sample_rate)):
+                self._put(item)
 
     # What tamesu sends.
 
