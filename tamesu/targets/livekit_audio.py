@@ -2,11 +2,15 @@
 
 The call's line stage hands a 20 ms PCM16 frame every tick (``send_audio``, which must never
 wait); a sender task feeds them to the published ``rtc.AudioSource`` in order, dropping the oldest
-when the room falls 10 s behind. The agent's audio track, once subscribed, is read as an
-``rtc.AudioStream`` at the call's rate and handed to the session to be played and heard. The track
-streams in real time, silence included, so silence is passed on only while speech is still queued
-(a pause between words); otherwise the playout would never run empty and no turn would end. Keypad
-digits go as SIP DTMF packets, as a phone bridged into the room would send them.
+when the room falls 10 s behind. Once the source holds more than ``SOURCE_AHEAD_S`` (a burst of
+frames after the loop was busy fills its queue, and a full queue stays full while frames arrive
+in real time), silent frames are skipped until it drains: the caller's words then reach the room
+as they are said, not a queue's length late. The agent's audio track, once subscribed, is read as
+an ``rtc.AudioStream`` at the call's rate and handed to the session to be played and heard; the
+track streams in real time, silence included, so a ``SilenceGate`` passes on only sound, a short
+tail after it, and pauses while speech is still queued to play (otherwise the playout would never
+run empty and no turn would end). Keypad digits go as SIP DTMF packets, as a phone bridged into
+the room would send them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tamesu.voice.silence import SilenceGate, silent
+
 if TYPE_CHECKING:
     from tamesu.voice.session import VoiceSession
 
@@ -26,17 +32,12 @@ if TYPE_CHECKING:
 __all__ = ["RATE", "RoomAudio"]
 
 RATE = 16000
-SILENT = 64
-"""Peak (int16) under which a frame of the agent's track is silence (Opus leaves a little noise)."""
 SOURCE_QUEUE_MS = 60
-"""Audio the microphone source holds before ``capture_frame`` waits: little, so the caller's words
-reach the room as they are said."""
+"""Audio the microphone source holds before ``capture_frame`` waits."""
+SOURCE_AHEAD_S = 0.025
+"""Audio the source may hold before silent frames are skipped (one 20 ms frame and a little)."""
 MAX_QUEUED = 500
 """Frames (10 s) waiting for the audio source before the oldest are dropped."""
-
-
-def quiet(samples: np.ndarray) -> bool:
-    return not len(samples) or int(np.abs(samples).max()) < SILENT
 
 
 class RoomAudio:
@@ -49,6 +50,8 @@ class RoomAudio:
         self.session: VoiceSession | None = None
         self.source = rtc.AudioSource(RATE, 1, queue_size_ms=SOURCE_QUEUE_MS)
         self.dropped = 0
+        self.skipped = 0
+        """Silent frames of the caller not sent, to keep the source's queue short."""
         self.received = 0
         """Samples of the agent's track read so far."""
         self._out: deque[bytes] = deque()
@@ -87,6 +90,9 @@ class RoomAudio:
             await self._ready.wait()
             while self._out:
                 pcm = self._out.popleft()
+                if self.source.queued_duration > SOURCE_AHEAD_S and silent(np.frombuffer(pcm, dtype="<i2")):
+                    self.skipped += 1
+                    continue
                 await self.source.capture_frame(rtc.AudioFrame(pcm, RATE, 1, len(pcm) // 2))
             self._ready.clear()
 
@@ -97,14 +103,14 @@ class RoomAudio:
         from livekit import rtc
 
         stream = rtc.AudioStream(track, sample_rate=RATE, num_channels=1)
+        gate = SilenceGate()
         try:
             async for event in stream:
                 session = self.session
                 samples = np.frombuffer(bytes(event.frame.data), dtype="<i2")
                 self.received += len(samples)
-                if session is None or (session.call.buffered == 0 and quiet(samples)):
-                    continue  # the track streams in real time: silence with nothing queued is nothing to play
-                session.heard_audio(samples)
+                if session is not None and gate.passes(samples, RATE, playing=session.call.buffered > 0):
+                    session.heard_audio(samples)
         finally:
             with contextlib.suppress(Exception):
                 await stream.aclose()

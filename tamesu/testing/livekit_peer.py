@@ -18,9 +18,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiortc import RTCPeerConnection, RTCSessionDescription
-from aiortc.contrib.media import MediaRelay
 from aiortc.mediastreams import MediaStreamTrack
 from aiortc.sdp import candidate_from_sdp
+
+from .rtp_relay import AudioRelay, opus_only, relay_audio
 
 __all__ = ["Peer"]
 
@@ -42,7 +43,7 @@ class Peer:
         *,
         signal: Callable[[str, Any], Awaitable[None]],
         on_data: Callable[[bytes, bool], None],
-        on_track: Callable[[MediaStreamTrack], None],
+        on_track: Callable[[AudioRelay], None],
     ) -> None:
         self.signal = signal
         """Sends one signal response: (field name, message)."""
@@ -53,12 +54,15 @@ class Peer:
         self.channels: dict[str, Any] = {}
         self.waiting: list[tuple[bytes, bool]] = []
         """Packets for the client sent before its channels opened; they go out when one does."""
-        self.relay = MediaRelay()
         self._pending: dict[int, list[Any]] = {PUBLISHER: [], SUBSCRIBER: []}
         self._answer: asyncio.Future[str] | None = None
         self._negotiating = asyncio.Lock()
         self.publisher.on("datachannel", self._channel)
-        self.publisher.on("track", self.on_track)
+        self.publisher.on("track", self._track)
+
+    def _track(self, track: MediaStreamTrack) -> None:
+        if track.kind == "audio":  # video is not forwarded
+            self.on_track(relay_audio(self.publisher, track))
 
     def _channel(self, channel: Any) -> None:
         self.channels[channel.label] = channel
@@ -134,11 +138,12 @@ class Peer:
             with contextlib.suppress(Exception):
                 await pc.addIceCandidate(candidate)
 
-    async def subscribe(self, track: MediaStreamTrack, *, participant_sid: str, track_sid: str) -> None:
-        """Send ``track`` (another participant's) to this client: a new subscriber offer."""
+    async def subscribe(self, relay: AudioRelay, *, participant_sid: str, track_sid: str) -> None:
+        """Send ``relay``'s packets (another participant's track) to this client: a new subscriber offer."""
         async with self._negotiating:
             pc = self.subscriber
-            sender = pc.addTrack(self.relay.subscribe(track))
+            sender = pc.addTrack(relay.subscribe())
+            opus_only(next(t for t in pc.getTransceivers() if t.sender is sender))
             # The client finds the publication by the stream id "participant sid|track sid".
             sender._stream_id = f"{participant_sid}|{track_sid}"
             sender._track_id = track_sid

@@ -15,12 +15,12 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from livekit.protocol import models
 from livekit.protocol import rtc as proto
 
 from .livekit_peer import Peer
+from .rtp_relay import AudioRelay
 
 __all__ = ["Member", "Room", "sid"]
 
@@ -40,8 +40,8 @@ class Member:
     info: models.ParticipantInfo
     send: Callable[[proto.SignalResponse], Awaitable[None]]
     peer: Peer | None = None
-    tracks: dict[str, Any] = field(default_factory=dict)
-    """The media tracks it publishes, by track sid."""
+    tracks: dict[str, AudioRelay] = field(default_factory=dict)
+    """The audio tracks it publishes, by track sid."""
     pending: dict[str, models.TrackInfo] = field(default_factory=dict)
     """Tracks announced (add_track) whose media has not arrived yet, by the client's track id."""
 
@@ -112,6 +112,8 @@ class Room:
         await self._broadcast(
             proto.SignalResponse(update=proto.ParticipantUpdate(participants=[gone])), member
         )
+        for relay in member.tracks.values():
+            relay.end()
         if member.peer is not None:
             await member.peer.close()
         await self._notify()
@@ -161,7 +163,7 @@ class Room:
         member.pending[request.cid] = track
         return track
 
-    def media_arrived(self, member: Member, track: Any) -> None:
+    def media_arrived(self, member: Member, track: AudioRelay) -> None:
         """The media of a track ``member`` announced arrived on its publisher connection."""
         info = member.pending.pop(track.id, None)
         if info is None and member.pending:
@@ -172,13 +174,13 @@ class Room:
         member.tracks[info.sid] = track
         self._spawn(self._publish(member, info.sid, track))
 
-    async def _publish(self, member: Member, track_sid: str, track: Any) -> None:
+    async def _publish(self, member: Member, track_sid: str, track: AudioRelay) -> None:
         await self.update(member)
         for other in list(self.members.values()):
             if other is not member:
                 await self._forward(member, other, track_sid, track)
 
-    async def _forward(self, source: Member, to: Member, track_sid: str, track: Any) -> None:
+    async def _forward(self, source: Member, to: Member, track_sid: str, track: AudioRelay) -> None:
         if to.peer is None:
             return
         with contextlib.suppress(Exception):

@@ -9,9 +9,11 @@ Agents are registered in-process: a dispatch (explicit, from the token's room co
 automatic for an agent registered without a name) calls the agent's function with the room's
 url and a token of kind agent, and the function joins the room with the SDK.
 
+Audio is forwarded as an SFU forwards it: the publisher's Opus packets go to each subscriber
+unchanged, as they arrive (``rtp_relay``), so the room adds no buffering of its own.
+
 It is not a LiveKit server: one process, no TURN, no simulcast or video forwarding, no
-reconnection or migration, no egress, ingress or SIP, and no recording. Media is re-encoded on
-the way through (aiortc decodes and encodes Opus).
+reconnection or migration, no egress, ingress or SIP, no recording, and no codec but Opus.
 
     async with serve_livekit_server() as server:
         server.register_agent("support-agent", my_agent)   # async (JobRequest) -> None
@@ -35,6 +37,7 @@ from livekit.protocol import rtc as proto
 
 from .livekit_peer import Peer
 from .livekit_room import Member, Room, sid
+from .rtp_relay import AudioRelay
 
 __all__ = ["JobRequest", "LivekitServer", "serve_livekit_server"]
 
@@ -70,6 +73,8 @@ class LivekitServer:
         self.url = ""
         self.problems: list[str] = []
         """What the server refused or could not read (tests assert it stays empty)."""
+        self.media_probe: Callable[[str, str, Any], None] | None = None
+        """Called with (room, identity, RTP packet) for every audio packet the server forwards."""
         self._jobs: set[asyncio.Task[None]] = set()
 
     def register_agent(self, name: str, fn: AgentFn) -> None:
@@ -156,7 +161,7 @@ class LivekitServer:
         member.peer = Peer(
             signal=lambda name, msg: send(proto.SignalResponse(**{name: msg})),
             on_data=lambda data, reliable: self._data(room, member, data, reliable),
-            on_track=lambda track: room.media_arrived(member, track),
+            on_track=lambda relay: room.media_arrived(member, self._probed(room, member, relay)),
         )
         join = proto.JoinResponse(
             room=room.info(),
@@ -179,6 +184,12 @@ class LivekitServer:
         finally:
             await room.leave(member)
         return ws
+
+    def _probed(self, room: Room, member: Member, relay: AudioRelay) -> AudioRelay:
+        if self.media_probe is not None:
+            probe = self.media_probe
+            relay.probe = lambda packet: probe(room.name, member.identity, packet)
+        return relay
 
     def _participant(self, claims: Any) -> models.ParticipantInfo:
         kinds = {"standard": 0, "ingress": 1, "egress": 2, "sip": 3, "agent": 4}
