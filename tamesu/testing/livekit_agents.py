@@ -8,10 +8,12 @@ leaves. They record what they heard in a log, for tests to check.
   ``lk.chat``, or a user data packet when ``as_packets``), and presses back every SIP DTMF digit
   it receives.
 - ``voice_agent`` publishes a microphone track, hears the caller's track by energy, and once
-  the caller has been quiet for ``pause`` seconds waits ``delay`` and speaks ``reply(heard)``
+  the caller has been quiet for ``pause`` seconds speaks ``reply(heard)``: its first frame goes
+  out ``delay`` seconds after the caller's last loud frame arrived (at once when ``pause`` was
+  longer), so ``delay`` is the agent's reply delay as it hears the caller. The reply is
   synthesised by the project's TTS (Piper by default); ``heard`` is the caller's words by STT
-  (Whisper by default; none when ``stt`` is None). Its words also go out as an ``lk.transcription`` text stream, as LiveKit's
-  agents publish them. It stops speaking when the caller barges in, and answers a DTMF digit by
+  (Whisper by default; none when ``stt`` is None). Its words also go out as an
+  ``lk.transcription`` text stream, as LiveKit's agents publish them. It stops speaking when the caller barges in, and answers a DTMF digit by
   saying which key was pressed.
 """
 
@@ -44,9 +46,10 @@ class AgentLog:
     digits: list[str] = field(default_factory=list)
     said: list[str] = field(default_factory=list)
     spoke_at: list[float] = field(default_factory=list)
-    """Loop time each spoken answer started."""
+    """Loop time each spoken answer's first frame went to the audio source."""
     quiet_at: list[float] = field(default_factory=list)
-    """Loop time the caller's speech ended, before each answer."""
+    """Loop time the caller's speech ended as the agent heard it (its last loud frame arrived),
+    before each answer; the answer's audio starts ``delay`` after it."""
     barged: int = 0
     joined: asyncio.Event = field(default_factory=asyncio.Event)
     left: asyncio.Event = field(default_factory=asyncio.Event)
@@ -156,7 +159,8 @@ def voice_agent(
             task.add_done_callback(tasks.discard)
             return task
 
-        async def speak(text: str) -> None:
+        async def speak(text: str, at: float | None = None) -> None:
+            """Say ``text``, starting at loop time ``at`` (or at once) once it is synthesised."""
             from tamesu.audio.resample import resample
 
             audio = await speech.synthesize(text, engine=tts)
@@ -165,10 +169,14 @@ def voice_agent(
                 if audio.sample_rate != RATE
                 else audio.samples
             )
+            if at is not None and at > loop.time():
+                await asyncio.sleep(at - loop.time())  # the agent's own thinking time, what it simulates
             log.said.append(text)
             log.spoke_at.append(loop.time())
-            await room.local_participant.send_text(
-                text, topic="lk.transcription", attributes={"lk.transcription_final": "true"}
+            spawn(
+                room.local_participant.send_text(
+                    text, topic="lk.transcription", attributes={"lk.transcription_final": "true"}
+                )
             )
             pcm = np.asarray(samples, dtype=np.int16)
             for start in range(0, len(pcm), FRAME):
@@ -187,19 +195,15 @@ def voice_agent(
                 text = result.text.strip()
             log.heard.append(text)
             log.quiet_at.append(quiet_at)
-            wait = quiet_at + delay - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)  # the agent's own thinking time, part of what it simulates
-            await speak(reply(text))
+            await speak(reply(text), at=quiet_at + delay)
 
         async def hear(track: Any) -> None:
             stream = rtc.AudioStream(track, sample_rate=RATE, num_channels=1)
-            quiet = 0.0
+            last_loud = 0.0
             async for event in stream:
                 frame = np.frombuffer(bytes(event.frame.data), dtype="<i2")
-                loud = len(frame) > 0 and int(np.abs(frame).max()) > LOUD
-                if loud:
-                    quiet = 0.0
+                if len(frame) and int(np.abs(frame).max()) > LOUD:
+                    last_loud = loop.time()  # the frame's arrival: the end of the audio it holds
                     state["heard"].append(frame.copy())
                     speaking = state["speaking"]
                     if speaking is not None and not speaking.done() and stops_on_barge_in:
@@ -207,13 +211,11 @@ def voice_agent(
                         speaking.cancel()
                         source.clear_queue()
                     state["loud"] = True
-                elif state["loud"]:
-                    quiet += len(frame) / RATE
-                    if quiet >= pause:
-                        state["loud"] = False
-                        heard = np.concatenate(state["heard"]) if state["heard"] else np.zeros(0, np.int16)
-                        state["heard"] = []
-                        state["speaking"] = spawn(answer(heard, loop.time() - quiet))
+                elif state["loud"] and loop.time() - last_loud >= pause:
+                    state["loud"] = False
+                    heard = np.concatenate(state["heard"]) if state["heard"] else np.zeros(0, np.int16)
+                    state["heard"] = []
+                    state["speaking"] = spawn(answer(heard, last_loud))
 
         def subscribed(track: Any, _publication: Any, _participant: Any) -> None:
             if track.kind == rtc.TrackKind.KIND_AUDIO:
