@@ -10,11 +10,11 @@ import pytest
 pytest.importorskip("livekit.rtc")
 pytest.importorskip("aiortc")
 
-from tamesu.kernel.messages import AgentTurn, Dtmf, UserTurn
+from tamesu.kernel.messages import AgentTurn, Dtmf, Interrupt, UserTurn
 from tamesu.testing.livekit_agents import AgentLog, voice_agent
 from tamesu.testing.livekit_server import LivekitServer, serve_livekit_server
 
-from ..voice.peers import Calls, calls, collect
+from ..voice.peers import Calls, calls, collect, metrics_of, spec_with
 
 __all__ = ["calls"]
 
@@ -38,9 +38,10 @@ def audio_config(server: LivekitServer, **extra: Any) -> dict[str, Any]:
     }
 
 
-async def call(calls: Calls, server: LivekitServer, **extra: Any) -> Any:
+async def call(calls: Calls, server: LivekitServer, *, spec: Any = None, **extra: Any) -> Any:
+    context: dict[str, Any] = {"spec": spec} if spec is not None else {}
     return await calls.target(
-        audio_config(server, **extra), secrets={"LK_SECRET": server.api_secret}, turn_timeout=20
+        audio_config(server, **extra), secrets={"LK_SECRET": server.api_secret}, turn_timeout=20, **context
     )
 
 
@@ -85,3 +86,37 @@ async def test_a_keypad_digit_reaches_the_agent_as_sip_dtmf(server: LivekitServe
     assert log.digits == ["2"]
     assert any(isinstance(m, Dtmf) and m.digits == "2" for m in messages)
     assert isinstance(messages[-1], AgentTurn) and messages[-1].text == "You pressed 2."
+
+
+LONG_GREETING = " ".join(["welcome"] * 16)  # four seconds of speech: time to talk over it
+INTERRUPTING = spec_with({"behaviors": {"interrupt_probability": 1.0}})
+
+
+async def test_the_caller_barges_in_and_the_agent_stops(server: LivekitServer, calls: Calls) -> None:
+    log = AgentLog()
+    server.register_agent("", vowel_agent(log, greeting=LONG_GREETING))
+    target = await call(calls, server, spec=INTERRUPTING)
+    greeting = await collect(target, None)
+    assert any(isinstance(m, Interrupt) for m in greeting), "the caller decides to barge in on the greeting"
+    end = greeting[-1]
+    assert isinstance(end, AgentTurn) and end.end_at is not None
+    answer = await collect(target, UserTurn(text="sorry to cut in"))
+    assert log.barged >= 1, "the agent heard the caller over its greeting and stopped"
+    metrics = metrics_of(answer)
+    assert metrics["barge_ins"] >= 1 and metrics["interruptions"] >= 1
+    assert 0 < metrics["barge_in_ms_p95"] < 800
+    last = answer[-1]
+    assert isinstance(last, AgentTurn) and last.text == "Your order ships today."
+
+
+async def test_an_agent_that_talks_over_the_caller_is_not_interrupted(
+    server: LivekitServer, calls: Calls
+) -> None:
+    log = AgentLog()
+    server.register_agent("", vowel_agent(log, greeting=LONG_GREETING, stops_on_barge_in=False))
+    target = await call(calls, server, spec=INTERRUPTING)
+    await collect(target, None)
+    metrics = metrics_of(await collect(target, UserTurn(text="sorry to cut in")))
+    assert log.barged == 0
+    assert metrics["barge_ins"] >= 1 and metrics["interruptions"] == 0
+    assert metrics["talk_over_ms"] > 300
