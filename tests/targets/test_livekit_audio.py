@@ -120,3 +120,34 @@ async def test_an_agent_that_talks_over_the_caller_is_not_interrupted(
     assert log.barged == 0
     assert metrics["barge_ins"] >= 1 and metrics["interruptions"] == 0
     assert metrics["talk_over_ms"] > 300
+
+
+def _speech_engines_installed() -> bool:
+    from tamesu.audio.engines import available
+
+    engines = available()
+    return bool(engines["tts"]["piper"]["installed"] and engines["stt"]["whisper"]["installed"])
+
+
+@pytest.mark.skipif(not _speech_engines_installed(), reason="needs the voice extra (Piper and Whisper)")
+async def test_real_speech_both_ways_piper_and_whisper(server: LivekitServer, calls: Calls) -> None:
+    log = AgentLog()
+
+    def reply(heard: str) -> str:
+        return "Your order ships on Friday." if "order" in heard.lower() else "Sorry, say that again?"
+
+    server.register_agent("", voice_agent(reply, log=log, greeting=None))  # Piper and Whisper
+    target = await calls.target(
+        audio_config(server, transcript_source="stt"),
+        secrets={"LK_SECRET": server.api_secret},
+        turn_timeout=60,
+        tts_engine="piper",
+        stt_engine="whisper",
+    )
+    answer = (await collect(target, UserTurn(text="Where is my order?")))[-1]
+    assert log.heard and "order" in log.heard[-1].lower(), log.heard  # the agent's Whisper heard our Piper
+    assert isinstance(answer, AgentTurn)
+    words = set(answer.text.lower().replace(".", " ").replace(",", " ").split())
+    assert {"order", "friday"} <= words, answer.text  # our Whisper heard the agent's Piper
+    assert answer.first_audio_at is not None and answer.sent_at is not None
+    assert answer.first_audio_at > answer.sent_at
