@@ -234,7 +234,28 @@ def check_environment(
     _voice(report, data)
     _a2a(report, data)
     _browser(report, data)
+    _red_team_language(report, data)
     return report.out
+
+
+def _red_team_language(report: _Report, data: Mapping[str, Any]) -> None:
+    """A red team in a language without scripted openings runs them in English: said, not refused."""
+    language = _get(data, "red_team", "language")
+    if not isinstance(language, str):
+        return
+    from tamesu.redteam.languages import LANGUAGES, supported
+
+    if supported(language):
+        return
+    line, col = report.positions.value(("red_team", "language"))
+    report.out.append(
+        Unrunnable(
+            f"the red team has no scripted openings in {language!r}: they are played in English",
+            file=report.file, line=line, column=col, path="red_team.language", tests=(),
+            kind="language", hint=f"openings exist in {', '.join(LANGUAGES)}; a simulator model "
+            f"(models.simulator) writes the adaptive turns in {language}",
+        )
+    )  # fmt: skip
 
 
 def _variables(report: _Report, data: Mapping[str, Any], *, in_project: bool) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import ConfigError
+from tamesu.redteam.languages import localise, localised_opening, localised_tool_result
 from tamesu.redteam.model import Attack, AttackPlan, Canary, Decoded, PackCheck, Playbook
 from tamesu.redteam.registry import get_playbook, playbook_names, unknown_names
 
@@ -129,7 +130,7 @@ def _chosen(suite: Suite, where: Where) -> Iterator[tuple[Playbook, Attack, tupl
 
 
 def _plan(suite: Suite, red: RedTeam, book: Playbook, attack: Attack, at: tuple[str, int, int]) -> AttackPlan:
-    detectors = list(book.detectors_of(attack))
+    detectors = list(localise(book.detectors_of(attack), red.language))
     if "canary" in red.vars or "canary" in (suite.vars or {}):
         secret = Canary("{{vars.canary}}", label="system prompt canary")
         detectors += [secret, Decoded(inner=(secret,), label="encoded system prompt canary")]
@@ -140,7 +141,7 @@ def _plan(suite: Suite, red: RedTeam, book: Playbook, attack: Attack, at: tuple[
         rule=book.rule(attack),
         severity=attack.severity,
         goal=attack.goal.replace("{agent}", red.agent),
-        opening=attack.opening,
+        opening=localised_opening(book, attack, red.language),
         tactics=book.tactics,
         detectors=tuple(detectors),
         pack_items=packs,
@@ -176,8 +177,9 @@ def _test(red: RedTeam, book: Playbook, attack: Attack, plan: AttackPlan, tools:
     }
     if red.repeat is not None:
         data["repeat"] = red.repeat
-    if attack.requires == "tools" and attack.tool_result:
-        result = {"note": attack.tool_result}
+    tool_result = localised_tool_result(book, attack, red.language)
+    if attack.requires == "tools" and tool_result:
+        result = {"note": tool_result}
         data["fuzz_tools"] = {name: {"mode": "custom", "result": result} for name in tools}
     test = Test.model_validate(data)
     return test.model_copy(update={"assert_": list(red.assert_)})
