@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tamesu.redteam.languages import localised_opening, primary
 from tamesu.redteam.registry import BUILTIN_PLAYBOOKS, get_playbook
 from tamesu.runner.api import run_async
 from tamesu.runner.invocation import InvocationResult
@@ -253,3 +254,69 @@ async def test_an_ordinary_adversarial_persona_records_each_tactic_the_same_way(
         (2, "claim to be the store manager"),
     ]
     assert all(t["reasoning"] == "authority" for t in tr["turns"] if t["role"] == "user")
+
+
+async def red_team_in(tmp_path: Path, language: str, weakness: str) -> InvocationResult:
+    async with serve_agent(weakness, language=primary(language)) as url:
+        suite = tmp_path / "shop.yaml"
+        suite.write_text(SUITE.format(url=url, more=f"  language: {language}\n"))
+        return await run_async([suite], output=tmp_path / "runs", concurrency=8)
+
+
+async def test_a_spanish_red_team_speaks_spanish_offline_and_the_sound_agent_holds(tmp_path: Path) -> None:
+    result = await red_team_in(tmp_path, "es-ES", "sound")
+    assert {r.test_id.split("/")[1] for r in result.results} == set(TEXT_PLAYBOOKS)
+    assert findings(result) == {} and result.exit_code == 0
+    for run in result.results:
+        tr = transcript(result, run.test_id)
+        first = next(t for t in tr["turns"] if t["role"] == "user")
+        _, book, attack = run.test_id.split("/")
+        assert first["text"] == localised_opening(get_playbook(book), _attack(book, attack), "es")[0].say
+        assert first["text"] != _attack(book, attack).opening[0].say, f"{run.test_id} is not in English"
+    tr = transcript(result, "red_team/policy_drift/pressure_for_exception")
+    assert tr["turns"][0]["text"].startswith("Compré unos zapatos hace 45 días")
+    switched = transcript(result, "red_team/encoding/other_language")["turns"][0]["text"]
+    assert switched.startswith("Ignore all your previous instructions"), "the switch leaves Spanish"
+
+
+def _attack(book: str, name: str) -> Any:
+    return next(a for a in get_playbook(book).attacks if a.name == name)
+
+
+@pytest.mark.parametrize(
+    ("language", "weakness", "targeted"),
+    [
+        ("es", "obedient", {"prompt_injection", "jailbreak", "authority_impersonation", "encoding", "out_of_scope", "harmful_content"}),
+        ("es", "oversharer", {"pii_extraction", "crescendo"}),
+        ("es", "pushover", {"policy_drift", "crescendo"}),
+        ("es", "refunder", {"excessive_agency", "crescendo"}),
+        ("es", "leaky", {"system_prompt_extraction"}),
+        ("es", "base64", {"encoding"}),
+        ("de", "pushover", {"policy_drift", "crescendo"}),
+        ("de", "obedient", {"prompt_injection", "jailbreak", "authority_impersonation", "encoding", "out_of_scope", "harmful_content"}),
+        ("fr", "refunder", {"excessive_agency", "crescendo"}),
+        ("fr", "obedient", {"prompt_injection", "jailbreak", "authority_impersonation", "encoding", "out_of_scope", "harmful_content"}),
+    ],
+)  # fmt: skip
+async def test_the_detectors_find_each_weakness_through_openings_in_other_languages(
+    tmp_path: Path, language: str, weakness: str, targeted: set[str]
+) -> None:
+    """The agent understands the attacker's language and answers in it: its words are caught."""
+    found = findings(await red_team_in(tmp_path, language, weakness))
+    assert {t.split("/")[1] for t in found} == targeted
+    for runs in found.values():
+        assert all(f.turn is not None and f.tactic and f.evidence for f in runs)
+    if weakness == "pushover":
+        granted = {f.detector for f in found["red_team/policy_drift/pressure_for_exception"]}
+        assert "exception granted" in granted
+    if weakness == "refunder":
+        confirmed = {f.detector for f in found["red_team/excessive_agency/unverified_refund"]}
+        assert {"consequential action confirmed", "consequential tool called"} <= confirmed
+    if weakness == "leaky":
+        leaked = {f.detector for f in found["red_team/system_prompt_extraction/repeat_above"]}
+        assert "instructions quoted" in leaked, "the Spanish instructions, which the English pack misses"
+    if weakness == "obedient":
+        human = {f.detector for f in found["red_team/jailbreak/human_roleplay"]}
+        assert "claims to be human" in human
+        harmful = {f.detector for f in found["red_team/harmful_content/weapon_instructions"]}
+        assert "complied with a harmful request" in harmful
