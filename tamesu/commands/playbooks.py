@@ -38,6 +38,15 @@ def _detector(detector: Any) -> dict[str, Any]:
     return data
 
 
+def _move(move: Any) -> dict[str, Any]:
+    data = {"say": move.say, "tactic": move.tactic}
+    if move.dtmf:
+        data["dtmf"] = move.dtmf
+    if move.speech_level_db:
+        data["speech_level_db"] = move.speech_level_db
+    return data
+
+
 def playbook_data(name: str) -> dict[str, Any]:
     """A playbook as plain data: what ``--json`` prints."""
     from tamesu.redteam.registry import get_playbook
@@ -57,10 +66,7 @@ def playbook_data(name: str) -> dict[str, Any]:
                 "severity": a.severity,
                 "requires": a.requires,
                 "goal": a.goal,
-                "opening": [
-                    {"say": m.say, "tactic": m.tactic, **({"dtmf": m.dtmf} if m.dtmf else {})}
-                    for m in a.opening
-                ],
+                "opening": [_move(m) for m in a.opening],
                 "detectors": [_detector(d) for d in a.detectors],
                 **({"behaviors": a.behaviors} if a.behaviors else {}),
             }

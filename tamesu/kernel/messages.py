@@ -92,6 +92,9 @@ class UserTurn(_Msg, tag="user_turn", frozen=True):
     reasoning: str | None = None
     tactic: str | None = None
     """An attacker's turn: the tactic it uses (the recorder makes it a ``tactic`` event)."""
+    speech_level_db: float = 0.0
+    """On a call: the caller says this turn that many dB from its normal speech level (-20: a
+    whisper); the background noise stays where normal speech puts it."""
 
 
 class ToolCall(_Msg, tag="tool_call", frozen=True):

@@ -105,7 +105,9 @@ class Attacker:
             )
             text = render_text(text, scope)
         data = {"dtmf": move.dtmf} if move.dtmf else None
-        return UserTurn(text=text, data=data, source="script", tactic=move.tactic)
+        return UserTurn(
+            text=text, data=data, source="script", tactic=move.tactic, speech_level_db=move.speech_level_db
+        )
 
     def _ended(self, reason: str) -> UserTurn | None:
         """Nothing more to say, and why."""

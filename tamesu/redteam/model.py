@@ -111,11 +111,15 @@ def detector_name(detector: Detector) -> str:
 
 @dataclass(frozen=True)
 class Move:
-    """One scripted attacker turn: what is said, the tactic it uses, and optional keypad digits."""
+    """One scripted attacker turn: what is said, the tactic it uses, and optional keypad digits.
+
+    ``speech_level_db``: on a call, how far from normal speech the caller says it (-20: a whisper).
+    """
 
     say: str
     tactic: str
     dtmf: str | None = None
+    speech_level_db: float = 0.0
 
 
 @dataclass(frozen=True)

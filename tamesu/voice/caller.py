@@ -23,7 +23,7 @@ from tamesu.errors import TamesuError, TargetError
 from tamesu.kernel.events import DtmfUnsupported
 from tamesu.kernel.messages import AudioBatch, CallerSpoke, Dtmf, Event, Message, Tick, UserTurn
 
-from .speech import Utterance, render_dtmf, render_speech
+from .speech import Utterance, at_level, render_dtmf, render_speech
 from .stage import Stage
 
 if TYPE_CHECKING:
@@ -73,7 +73,9 @@ class Caller:
             )
         # The voice is rendered while the pause is waited out: the caller thinks and speaks, it does not
         # pause and then stop to compose (a slow TTS would otherwise lengthen every pause).
-        voiced = asyncio.ensure_future(self._voice(user.text)) if user.text.strip() else None
+        voiced = (
+            asyncio.ensure_future(self._voice(user.text, user.speech_level_db)) if user.text.strip() else None
+        )
         try:
             if not barging and s.silence_after_turn_ms:
                 await self.clock.sleep(self.rng.silence_after_turn(*s.silence_after_turn_ms))
@@ -103,14 +105,15 @@ class Caller:
                 out.speech.append(render_dtmf(digits, s.rate))
         return out
 
-    async def _voice(self, text: str) -> Utterance:
+    async def _voice(self, text: str, level_db: float = 0.0) -> Utterance:
         s = self.settings
         try:
-            return await render_speech(
+            spoken = await render_speech(
                 text, s.rate, pool=self.speech, voice=s.voice, language=s.language, engine=s.tts_engine
             )
         except TamesuError as exc:
             raise TargetError(f"the caller's voice: {exc}", retryable=False, kind="config") from None
+        return at_level(spoken, level_db) if level_db else spoken
 
 
 class CallerStage(Stage):

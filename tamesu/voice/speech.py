@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NOMINAL_DBFS",
     "Utterance",
+    "at_level",
     "make_utterance",
     "render_dtmf",
     "render_speech",
@@ -108,6 +109,15 @@ def make_utterance(
     x = x.copy()
     x.flags.writeable = False
     return Utterance(x, rate, spans, text=text, kind=kind)
+
+
+def at_level(utterance: Utterance, level_db: float) -> Utterance:
+    """The same utterance ``level_db`` from its level (-20: a whisper), its spans kept as measured at
+    the normal level (never louder than full scale). A new utterance: the cached one is shared."""
+    f = utterance.samples.astype(np.float32) * np.float32(10 ** (level_db / 20))
+    x = np.clip(np.rint(f), -32768, 32767).astype(np.int16)
+    x.flags.writeable = False
+    return replace(utterance, samples=x)
 
 
 _caches: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], Utterance]] = weakref.WeakKeyDictionary()

@@ -41,6 +41,8 @@ def test_json_holds_openings_goals_and_detectors(capsys: pytest.CaptureFixture[s
     dtmf = next(a for a in books[1]["attacks"] if a["name"] == "dtmf_injection")
     assert dtmf["opening"][0] == {"say": "", "tactic": "DTMF injection", "dtmf": "*0#"}
     assert books[1]["requires"] == "audio"
+    whisper = next(a for a in books[1]["attacks"] if a["name"] == "whispered_injection")
+    assert whisper["opening"][0]["speech_level_db"] == -20
 
 
 def test_an_unknown_name_is_a_usage_error_with_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:

@@ -55,7 +55,10 @@ def transcript(run_dir: Path, result: Any) -> dict[str, Any]:
 
 
 async def test_each_voice_tactic_happens_on_the_call(calls: Calls, tmp_path: Path) -> None:
-    agent, url = await calls.agent(AgentScript(greeting=0.4, reply=2.5, delay=0.3))
+    # The agent hears speech down to -50 dBFS: the whisper (-46), not the noise under it (-56).
+    agent, url = await calls.agent(
+        AgentScript(greeting=0.4, reply=2.5, delay=0.3, loud=32768 * 10 ** (-50 / 20))
+    )
     suite = tmp_path / "phone.yaml"
     suite.write_text(SUITE.format(url=url))
     result = await run_async([suite], output=tmp_path / "runs", concurrency=3)
@@ -71,6 +74,11 @@ async def test_each_voice_tactic_happens_on_the_call(calls: Calls, tmp_path: Pat
     noise = {name: noise_level(result.run_dir, r) for name, r in runs.items()}
     assert noise["dtmf_injection"] == 0 and noise["barge_in_override"] == 0
     assert noise["whispered_injection"] > 20, "cafe noise on the caller's line before a word is said"
+    levels = {name: speech_levels(result.run_dir, r) for name, r in runs.items()}
+    normal = [*levels["barge_in_override"], levels["dtmf_injection"][-1]]  # the keypad tones left out
+    (whisper,) = levels["whispered_injection"]
+    assert len(normal) == 3 and max(normal) - min(normal) < 3, f"normal speech at one level: {normal}"
+    assert whisper < min(normal) - 12, f"the injection is whispered: {whisper:.1f} dBFS, normal {normal}"
     openings = {a.name: a.opening[0].tactic for a in get_playbook("voice").attacks}
     for name, r in runs.items():
         tactics = [e["tactic"] for e in events(result.run_dir, r) if e["type"] == "tactic"]
@@ -83,6 +91,21 @@ def events(run_dir: Path, result: Any) -> list[dict[str, Any]]:
 
 def voice_turns(run_dir: Path, result: Any) -> list[dict[str, Any]]:
     return [e for e in events(run_dir, result) if e["type"] == "voice_turn"]
+
+
+def speech_levels(run_dir: Path, result: Any) -> list[float]:
+    """dBFS of the caller's channel over each turn the caller spoke (its speech, and any noise)."""
+    call = next(e for e in events(run_dir, result) if e["type"] == "voice_call")
+    rate, caller, _ = read_recording(run_dir / call["recording"])
+    out = []
+    for turn in voice_turns(run_dir, result):
+        if turn["caller_start"] is None or turn["caller_end"] is None:
+            continue
+        a, b = (int((turn[k] - call["recording_starts_at"]) * rate) for k in ("caller_start", "caller_end"))
+        if b - a > rate // 10:
+            x = caller[a:b].astype(np.float64) / 32768.0
+            out.append(float(10 * np.log10(np.mean(x**2) + 1e-20)))
+    return out
 
 
 def noise_level(run_dir: Path, result: Any) -> float:

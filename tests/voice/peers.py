@@ -123,6 +123,8 @@ class AgentScript:
     """Never say anything."""
     json_frames: bool = False
     """voice protocol: send audio as ``{audio_event: {audio_base_64}}`` JSON messages."""
+    loud: float = LOUD
+    """The RMS (int16) above which a caller frame is speech to the agent."""
 
 
 @dataclass
@@ -262,7 +264,7 @@ class _Call:
         self.log.frames += 1
         self.log.dtmf_tones += [e.digit for e in self.detector.push(samples)]
         x = samples.astype(np.float32)
-        loud = float(np.sqrt(np.mean(x * x))) > LOUD if len(x) else False
+        loud = float(np.sqrt(np.mean(x * x))) > self.script.loud if len(x) else False
         if loud:
             self.last_loud = self.now()
             self.quiet = 0

@@ -71,6 +71,20 @@ def test_speech_spans_and_levelling() -> None:
     assert utt.speech_end == pytest.approx(1.0, abs=0.011)
 
 
+def test_an_utterance_at_a_lower_level_keeps_its_spans_and_the_shared_one_is_untouched() -> None:
+    from tamesu.voice.speech import at_level
+
+    loud = make_utterance(vowel(0.5, 8000), 8000, text="hi")
+    whisper = at_level(loud, -20)
+
+    def dbfs(x: np.ndarray) -> float:
+        return float(20 * np.log10(np.sqrt(np.mean((x.astype(np.float64) / 32768) ** 2))))
+
+    assert dbfs(whisper.samples) == pytest.approx(dbfs(loud.samples) - 20, abs=0.1)
+    assert dbfs(loud.samples) == pytest.approx(-26, abs=0.5), "the cached utterance keeps its level"
+    assert whisper.spans == loud.spans and whisper.text == "hi" and not whisper.samples.flags.writeable
+
+
 def test_dtmf_utterance_holds_the_digits() -> None:
     utt = render_dtmf("12#", 8000)
     assert detect_dtmf(np.asarray(utt.samples), 8000) == "12#" and utt.kind == "dtmf"
