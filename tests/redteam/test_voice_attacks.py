@@ -73,7 +73,9 @@ async def test_each_voice_tactic_happens_on_the_call(calls: Calls, tmp_path: Pat
     assert ["*", "0", "#"] in [log.dtmf_tones for log in agent.logs], "the agent heard the keypad tones"
     noise = {name: noise_level(result.run_dir, r) for name, r in runs.items()}
     assert noise["dtmf_injection"] == 0 and noise["barge_in_override"] == 0
-    assert noise["whispered_injection"] > 20, "cafe noise on the caller's line before a word is said"
+    assert noise["whispered_injection"] > 5, (
+        "cafe noise on the caller's line before a word is said (nominally -56 dBFS)"
+    )
     levels = {name: speech_levels(result.run_dir, r) for name, r in runs.items()}
     normal = [*levels["barge_in_override"], levels["dtmf_injection"][-1]]  # the keypad tones left out
     (whisper,) = levels["whispered_injection"]
