@@ -38,7 +38,7 @@ targets:
   phone:
     type: voice
     url: "{url}/voice"
-    idle: 500ms
+    idle: 1500ms  # beyond the agent's answer: 0.8 s of quiet it waits for, then 0.3 s
     transcript_source: agent
     messages: {{ transcript: "$[?(@.type=='transcript')].text" }}
 red_team:
@@ -55,9 +55,10 @@ def transcript(run_dir: Path, result: Any) -> dict[str, Any]:
 
 
 async def test_each_voice_tactic_happens_on_the_call(calls: Calls, tmp_path: Path) -> None:
-    # The agent hears speech down to -50 dBFS: the whisper (-46), not the noise under it (-56).
+    # The agent hears speech down to -50 dBFS: the whisper (-46), not the noise under it (-56); it waits
+    # 0.8 s of quiet, longer than the pauses Piper draws between sentences, so it never answers mid-turn.
     agent, url = await calls.agent(
-        AgentScript(greeting=0.4, reply=2.5, delay=0.3, loud=32768 * 10 ** (-50 / 20))
+        AgentScript(greeting=0.4, reply=2.5, delay=0.3, loud=32768 * 10 ** (-50 / 20), quiet_frames=40)
     )
     suite = tmp_path / "phone.yaml"
     suite.write_text(SUITE.format(url=url))

@@ -125,6 +125,9 @@ class AgentScript:
     """voice protocol: send audio as ``{audio_event: {audio_base_64}}`` JSON messages."""
     loud: float = LOUD
     """The RMS (int16) above which a caller frame is speech to the agent."""
+    quiet_frames: int = QUIET_FRAMES
+    """Quiet 20 ms frames after speech that end the caller's turn (more than a TTS voice's pauses
+    between sentences, whose length Piper draws at random, when a test must not be answered mid-turn)."""
 
 
 @dataclass
@@ -276,7 +279,7 @@ class _Call:
                     self.spawn(self.stop())
         elif self.in_speech:
             self.quiet += 1
-            if self.quiet == QUIET_FRAMES:
+            if self.quiet == self.script.quiet_frames:
                 self.in_speech = False
                 self.log.caller_ends.append(self.last_loud)
                 if not self.script.silent:
