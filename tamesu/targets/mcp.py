@@ -72,16 +72,19 @@ class McpLink:
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def open(self, make: Any, timeout: float = OPEN_TIMEOUT) -> None:
-        """Enter ``make()`` (an ``mcp.Client``) in the holder task and wait for its handshake."""
+    async def open(self, make: Any, timeout: float | None = None) -> None:
+        """Enter ``make()`` (an ``mcp.Client``) in the holder task and wait for its handshake
+        (``OPEN_TIMEOUT`` when no timeout is given)."""
+        timeout = OPEN_TIMEOUT if timeout is None else timeout
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         self._task = asyncio.create_task(self._hold(make), name=f"mcp {self.where}")
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), timeout)
         except asyncio.TimeoutError:
+            error = self.error(f"no MCP handshake within {format_duration(timeout)}", retryable=True)
             await self.close()
-            raise self.error(f"no MCP handshake within {format_duration(timeout)}", retryable=True) from None
+            raise error from None
 
     async def _hold(self, make: Any) -> None:
         assert self._ready is not None
@@ -99,10 +102,13 @@ class McpLink:
             self.client = None
 
     async def close(self) -> None:
-        """Leave the session (the SDK stops a stdio server: stdin closed, then terminate, then kill)."""
+        """Leave the session (the SDK stops a stdio server: stdin closed, then terminate, then kill).
+        A session still in its handshake is cancelled: it would never see ``_closing``."""
         self._closing.set()
         task, self._task = self._task, None
         if task is not None:
+            if self._ready is None or not self._ready.done():
+                task.cancel()
             try:
                 await asyncio.wait_for(task, 10.0)
             except BaseException:
@@ -297,11 +303,13 @@ class McpAdapter(ModelAdapter):
         except TargetError:
             raise
         except OSError as exc:
+            error = link.error(f"cannot start: {exc.strerror or exc}", retryable=False, kind="config")
             await link.close()
-            raise link.error(f"cannot start: {exc.strerror or exc}", retryable=False, kind="config") from None
+            raise error from None
         except Exception as exc:
+            error = link.failure(exc, "starting")  # before close, which drops the stderr it quotes
             await link.close()
-            raise link.failure(exc, "starting") from None
+            raise error from None
         return link
 
     async def _reach(self) -> McpLink:

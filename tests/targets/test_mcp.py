@@ -22,12 +22,14 @@ from tamesu.limits import LimitExceeded, Limits
 from tamesu.models import ModelRouter, UsageLedger
 from tamesu.models.refs import custom_provider
 from tamesu.runner.api import run_async
+from tamesu.targets import mcp as mcp_target
 from tamesu.targets.base import TargetAdapter, targets
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 
 pytestmark = pytest.mark.integration
 
 SERVER = Path(__file__).parent / "fixtures" / "mcp_orders.py"
+BROKEN = Path(__file__).parent / "fixtures" / "mcp_broken.py"
 STDIO = {"command": sys.executable, "args": [str(SERVER), "stdio"]}
 
 
@@ -161,25 +163,67 @@ async def test_a_tool_error_result_goes_back_to_the_model_as_an_error(rig: Rig, 
     assert out[-1].text == "The system is down, sorry."
 
 
+SECRET_ENV = {"env": {"ORDERS_TOKEN": "{{secrets.LEDGER}}"}}
+"""The server's stderr lines end with ORDERS_TOKEN, a secret the error messages must mask."""
+
+
+def assert_tail(error: TargetError, line: str) -> None:
+    """The error quotes the server's stderr, with the secret masked."""
+    message = str(error)
+    assert "--- its stderr ends ---" in message and f"{line} ***" in message, message
+    assert "tok-secret-77" not in message
+
+
 async def test_a_json_rpc_error_is_an_infrastructure_error_that_no_retry_fixes(
     rig: Rig, harness: Any
 ) -> None:
     rig.model.queue(Reply(tool_calls=[("refuse", {})]))
-    t = await rig.target(STDIO)
+    t = await rig.target({**STDIO, **SECRET_ENV}, secrets={"LEDGER": "tok-secret-77"})
     with pytest.raises(TargetError) as err:
         await harness.say(t, "go")
     assert not err.value.retryable
     assert "error -32602" in str(err.value) and "refused on purpose" in str(err.value)
+    assert_tail(err.value, "refuse: the ledger refused token")
 
 
 async def test_a_hanging_tool_fails_the_turn_after_call_timeout(rig: Rig, harness: Any) -> None:
     rig.model.queue(Reply(tool_calls=[("hang", {})]))
-    t = await rig.target({**STDIO, "call_timeout": "500ms"})
+    t = await rig.target(
+        {**STDIO, **SECRET_ENV, "call_timeout": "500ms"}, secrets={"LEDGER": "tok-secret-77"}
+    )
     began = time.monotonic()
     with pytest.raises(TargetError) as err:
         await harness.say(t, "wait")
     assert time.monotonic() - began < 5
     assert "no answer to tool hang within 500ms" in str(err.value) and err.value.retryable
+    assert_tail(err.value, "hang: waiting for the ledger with token")
+
+
+async def test_a_server_silent_in_the_handshake_is_an_error_with_its_stderr_tail(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcp_target, "OPEN_TIMEOUT", 3.0)  # a bare Python prints its line well before
+    began = time.monotonic()
+    with pytest.raises(TargetError) as err:
+        await rig.target(
+            {"command": sys.executable, "args": [str(BROKEN), "mute"], **SECRET_ENV},
+            secrets={"LEDGER": "tok-secret-77"},
+        )
+    assert time.monotonic() - began < 8, "a session still in its handshake is cancelled at once"
+    assert "no MCP handshake within 3s" in str(err.value) and err.value.retryable
+    assert_tail(err.value, "mute: starting up with token")
+
+
+async def test_a_server_that_exits_before_the_handshake_is_an_error_with_its_stderr_tail(
+    rig: Rig,
+) -> None:
+    with pytest.raises(TargetError) as err:
+        await rig.target(
+            {"command": sys.executable, "args": [str(BROKEN), "crash"], **SECRET_ENV},
+            secrets={"LEDGER": "tok-secret-77"},
+        )
+    assert "starting" in str(err.value)
+    assert_tail(err.value, "crash: starting up with token")
 
 
 async def test_a_server_that_dies_is_an_error_carrying_its_stderr_tail_redacted(
