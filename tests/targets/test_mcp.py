@@ -1,6 +1,6 @@
 """The mcp target against real MCP servers: our own (tests/targets/fixtures/mcp_orders.py) as a
-stdio subprocess and over streamable HTTP on loopback, and mcp-server-time from PyPI; the model is
-the scripted OpenAI-wire model server."""
+stdio subprocess and over streamable HTTP on loopback, and mcp-server-time and mcp-server-git from
+PyPI; the model is the scripted OpenAI-wire model server."""
 
 from __future__ import annotations
 
@@ -352,3 +352,112 @@ async def test_a_suite_asserts_on_the_calls_an_mcp_target_recorded(tmp_path: Pat
         assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results]
         transcript = json.loads(next(Path(result.run_dir, "transcripts").glob("*.json")).read_text())
         assert "order A1 cancelled" in json.dumps(transcript)
+
+
+GIT_SUITE = """
+suite: git
+models: {{ default: scripted/main }}
+targets:
+  repo:
+    type: mcp
+    command: "{python}"
+    args: ["-m", "mcp_server_git", "--repository", "{repo}"]
+    system: "You answer questions about a git repository."
+    allow_tools: [git_log, git_status, git_show]
+tests:
+  - name: last commit
+    target: repo
+    scenario: {{ script: [ {{ say: "What was the last change?" }} ] }}
+    assert:
+      - tool_called: {{ name: git_log, args: {{ repo_path: "{repo}" }} }}
+      - contains: "return window"
+"""
+
+
+def git_repo(path: Path) -> Path:
+    """A repository with one commit, made by the git program."""
+    import subprocess
+
+    path.mkdir()
+    git = ["git", "-C", str(path), "-c", "user.name=Marta", "-c", "user.email=marta@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (path / "policy.md").write_text("Returns within 30 days.\n")
+    subprocess.run([*git, "add", "policy.md"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "Set the return window to 30 days"], check=True)
+    return path
+
+
+async def test_mcp_server_git_from_pypi_lists_its_tools_and_answers_through_a_suite(tmp_path: Path) -> None:
+    pytest.importorskip("mcp_server_git")
+    repo = git_repo(tmp_path / "shop")
+    async with serve_model_server() as server:
+        server.queue(
+            Reply(tool_calls=[("git_log", {"repo_path": str(repo), "max_count": 1})]),
+            Reply(text="The last change set the return window to 30 days."),
+        )
+        (tmp_path / "tamesu.yaml").write_text(
+            f'providers:\n  scripted: {{ base_url: "{server.base_url}" }}\n'
+        )
+        suite = tmp_path / "git.yaml"
+        suite.write_text(GIT_SUITE.format(python=sys.executable, repo=repo))
+        result = await run_async([suite], output=tmp_path / "runs")
+    assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results]
+    offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert sorted(offered) == ["git_log", "git_show", "git_status"]
+    (tool_msg,) = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert "Set the return window to 30 days" in tool_msg["content"] and "Marta" in tool_msg["content"]
+    transcript = json.loads(next(Path(result.run_dir, "transcripts").glob("*.json")).read_text())
+    assert "Set the return window to 30 days" in json.dumps(transcript)
+
+
+GROUNDED_SUITE = """
+suite: grounded
+models: {{ default: scripted/main, judge: scripted/judge }}
+targets:
+  orders:
+    type: mcp
+    command: "{python}"
+    args: ["{server}", "stdio"]
+    system: "You help with orders."
+tests:
+  - name: eta
+    target: orders
+    scenario: {{ script: [ {{ say: "When does A1 arrive?" }} ] }}
+    assert:
+      - grounded: {{ context: {{ tool: lookup_order }} }}
+"""
+
+
+@pytest.mark.parametrize("answer", ["2026-03-02", "2026-04-15"])
+async def test_grounded_judges_an_mcp_target_s_answer_against_the_server_s_results(
+    tmp_path: Path, answer: str
+) -> None:
+    """The judge sees what the MCP server answered; its verdict here follows that context (the date
+    is supported when it is there besides in the agent's answer)."""
+
+    def judge(request: dict[str, Any]) -> Reply:
+        prompt = request["messages"][-1]["content"]
+        supported = prompt.count(answer) >= 2
+        claim = {"claim": f"A1 arrives on {answer}", "reason": "per lookup_order", "supported": supported}
+        return Reply(json={"claims": [claim]})
+
+    async with serve_model_server() as server:
+        server.when(lambda r: r.get("model") == "judge", judge)
+        server.queue(
+            Reply(tool_calls=[("lookup_order", {"id": "A1"})]), Reply(text=f"Order A1 arrives on {answer}.")
+        )
+        (tmp_path / "tamesu.yaml").write_text(
+            f'providers:\n  scripted: {{ base_url: "{server.base_url}" }}\n'
+        )
+        suite = tmp_path / "grounded.yaml"
+        suite.write_text(GROUNDED_SUITE.format(python=sys.executable, server=SERVER))
+        result = await run_async([suite], output=tmp_path / "runs")
+    (run,) = result.results
+    (grounded,) = run.assertions
+    judged = [r for r in server.requests if r.get("model") == "judge"]
+    assert len(judged) == 1 and '"eta": "2026-03-02"' in judged[0]["messages"][-1]["content"]
+    assert grounded.expected["context_passages"] == 1
+    if answer == "2026-03-02":
+        assert grounded.passed and result.exit_code == 0, grounded.message
+    else:
+        assert not grounded.passed and grounded.actual["unsupported"] == [f"A1 arrives on {answer}"]
