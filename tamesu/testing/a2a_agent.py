@@ -10,7 +10,7 @@ What it answers, by the words of the message (first match wins):
 - ``fail`` -> the task fails with "cannot do that"; ``auth`` -> auth-required;
 - ``slow`` -> a working update, then the answer (so polling, streams and pushes see the task at work);
 - ``drop`` -> a working update, then the answer only once someone resubscribed to the task (the
-  server cuts the first ``drop_streams`` streams after their first event);
+  server cuts the first ``drop_streams`` streams after their first event, in every transport);
 - ``big`` -> an artifact of ``big`` characters;
 - ``delegate`` -> passes the words to the A2A agent whose URL is the message's ``metadata.delegate``
   (else the one ``POST /admin/delegate {"url": ...}`` set, as a hook configures an agent) and
@@ -201,6 +201,37 @@ def _middleware(app: Any, agent: A2AAgent) -> Any:
     return wrapped
 
 
+def _grpc_cutter(agent: A2AAgent) -> Any:
+    """The gRPC twin of ``_middleware``'s stream cutting: a server interceptor that notices
+    SubscribeToTask and ends the first ``drops`` SendStreamingMessage calls with UNAVAILABLE after
+    their first event."""
+    import grpc
+
+    class Cutter(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+        async def intercept_service(self, continuation: Any, details: Any) -> Any:
+            handler = await continuation(details)
+            method = details.method.rsplit("/", 1)[-1]
+            if method == "SubscribeToTask":
+                agent.resubscribed.set()
+            if method != "SendStreamingMessage" or handler is None or agent.drops <= 0:
+                return handler
+            agent.drops -= 1
+            inner = handler.unary_stream
+
+            async def cut(request: Any, context: Any) -> AsyncIterator[Any]:
+                async for event in inner(request, context):
+                    yield event
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, "the test agent cut the stream")
+
+            return grpc.unary_stream_rpc_method_handler(
+                cut,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+
+    return Cutter()
+
+
 @asynccontextmanager
 async def serve_a2a_agent(
     *,
@@ -235,7 +266,7 @@ async def serve_a2a_agent(
     sock = socket.create_server(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     agent.url, agent.rest_url = f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/rest"
-    grpc_server = grpc.aio.server() if grpc_transport else None
+    grpc_server = grpc.aio.server(interceptors=[_grpc_cutter(agent)]) if grpc_transport else None
     if grpc_server is not None:
         agent.grpc_url = f"127.0.0.1:{grpc_server.add_insecure_port('127.0.0.1:0')}"
     interfaces = [

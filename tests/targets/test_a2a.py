@@ -110,7 +110,7 @@ async def test_credentials_read_the_extended_card_whose_skills_count(harness) ->
     assert agent.headers[-1]["authorization"] == "Bearer s3cret"
 
 
-@pytest.mark.parametrize("transport", ["jsonrpc", "http"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_stream_cut_short_is_resubscribed_and_read_to_its_end(harness, transport: str) -> None:
     async with serve_a2a_agent(drop_streams=1) as agent:
         t = await harness.target({"type": "a2a", "url": agent.url, "stream": True, "transport": transport})
@@ -118,7 +118,7 @@ async def test_a_stream_cut_short_is_resubscribed_and_read_to_its_end(harness, t
     assert out[-1].text == "done: drop it"
     notes = [m.event for m in out if isinstance(m, Event)]
     assert [type(n) for n in notes] == [Resubscribed] and notes[0].task == task_of(out)["id"]
-    assert agent.resubscribed.is_set()
+    assert agent.resubscribed.is_set() and agent.drops == 0
 
 
 async def test_without_streaming_on_the_card_stream_falls_back_to_send(harness) -> None:
@@ -128,16 +128,52 @@ async def test_without_streaming_on_the_card_stream_falls_back_to_send(harness) 
     assert out[-1].text == "done: slow" and agent.drops == 1  # no stream was opened
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("push", [True, {"addr": "127.0.0.1:0"}], ids=["true", "addr"])
-async def test_push_notifications_bring_the_answer_to_a_local_listener(harness, push) -> None:
+async def test_push_notifications_bring_the_answer_to_a_local_listener(harness, push, transport) -> None:
     async with serve_a2a_agent(push=True) as agent:
-        t = await harness.target({"type": "a2a", "url": agent.url, "push": push})
+        t = await harness.target({"type": "a2a", "url": agent.url, "push": push, "transport": transport})
+        assert t.conn.transport == transport
         first = await turn(t, "slow one")
         second = await turn(t, "slow two")
         config = agent.messages[0]
     assert first[-1].text == "done: slow one" and second[-1].text == "done: slow two"
     assert task_of(second)["status"]["state"] == "TASK_STATE_COMPLETED"
     assert config.context_id == agent.messages[1].context_id
+
+
+async def test_push_url_is_where_the_agent_is_told_to_push_when_it_reaches_tamesu_another_way(
+    serve, harness, closed_port: int
+) -> None:
+    """The listener on ``addr``; the agent is given ``url``, a forwarding proxy (as a tunnel or a
+    NAT would be) that is the only way its notifications arrive."""
+    import httpx
+    from aiohttp import web
+
+    forwarded: list[str] = []
+
+    async def forward(request: web.Request) -> web.Response:
+        forwarded.append(request.path)
+        headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-a2a")}
+        async with httpx.AsyncClient() as http:
+            answer = await http.post(
+                f"http://127.0.0.1:{closed_port}/",
+                content=await request.read(),
+                headers={**headers, "Content-Type": "application/json"},
+            )
+        return web.Response(status=answer.status_code, text=answer.text)
+
+    app = web.Application()
+    app.router.add_post("/tunnel/", forward)
+    tunnel = await serve(app)
+    push = {"addr": f"127.0.0.1:{closed_port}", "url": f"{tunnel}/tunnel/"}
+    async with serve_a2a_agent(push=True) as agent:
+        t = await harness.target({"type": "a2a", "url": agent.url, "push": push})
+        assert t.push.url == f"{tunnel}/tunnel/" and t.push.listener.url.endswith(f":{closed_port}")
+        out = await turn(t, "slow one")
+    assert out[-1].text == "done: slow one"
+    assert task_of(out)["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert forwarded and set(forwarded) == {"/tunnel/"}, "every notification came through the url"
 
 
 async def test_push_needs_an_agent_that_offers_it(harness) -> None:
