@@ -141,6 +141,14 @@ class TargetAdapter(ABC):
         """The same error with every secret value of the run masked in its message."""
         return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
 
+    async def redacting(self, messages: AsyncIterator[Message]) -> AsyncIterator[Message]:
+        """``messages`` (a turn of a call or of text), its errors with the run's secrets masked."""
+        try:
+            async for msg in messages:
+                yield msg
+        except TargetError as exc:
+            raise self.redacted(exc) from None
+
 
 targets: TargetKinds = target_kinds
 """The target types (``tamesu.config.kinds``): ``targets.adapter(type)`` is a type's adapter class."""

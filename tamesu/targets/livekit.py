@@ -188,15 +188,9 @@ class LivekitAdapter(TargetAdapter):
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         if self.link is None:
             raise TargetError("the livekit target was not started", retryable=False, kind="adapter")
-        try:
-            if self.session is not None:
-                async for msg in self.session.turn(user):
-                    yield msg
-                return
-            async for msg in self._text_turn(user):
-                yield msg
-        except TargetError as exc:
-            raise self.redacted(exc) from None
+        turn = self.session.turn(user) if self.session is not None else self._text_turn(user)
+        async for msg in self.redacting(turn):
+            yield msg
 
     async def _text_turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         link, clock = self.link, self.ctx.clock

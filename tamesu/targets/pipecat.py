@@ -211,15 +211,9 @@ class PipecatAdapter(TargetAdapter):
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         if self.link is None:
             raise TargetError("the pipecat target is not connected", retryable=False, kind="adapter")
-        try:
-            if self.call is not None:
-                async for msg in self.call.turn(user):
-                    yield msg
-                return
-            async for msg in self._text_turn(user):
-                yield msg
-        except TargetError as exc:
-            raise self.redacted(exc) from None
+        turn = self.call.turn(user) if self.call is not None else self._text_turn(user)
+        async for msg in self.redacting(turn):
+            yield msg
 
     async def _text_turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         assert self.link is not None

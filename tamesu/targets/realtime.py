@@ -196,15 +196,9 @@ class RealtimeAdapter(TargetAdapter):
         for event in setup:
             if kept(event):
                 yield RawResponse(body=event, at=clock.now())
-        try:
-            if self.call is not None:
-                async for msg in self.call.turn(user):
-                    yield msg
-                return
-            async for msg in self._text_turn(user):
-                yield msg
-        except TargetError as exc:
-            raise self.redacted(exc) from None
+        turn = self.call.turn(user) if self.call is not None else self._text_turn(user)
+        async for msg in self.redacting(turn):
+            yield msg
 
     async def _text_turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         assert self.link is not None
