@@ -237,6 +237,7 @@ class RunGraph:
             update_golden=self.services.update_golden,
             max_goal_steps=spec.extra.get("max_goal_steps"),
             detect_dtmf=any(named.kind == "dtmf_received" for named in spec.assertions),
+            sip=spec.extra.get("sip"),
         )
         self.adapter = _adapter(target, ctx)
         counterpart = self._counterpart(ctx)

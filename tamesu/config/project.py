@@ -196,7 +196,35 @@ class SipConfig(ConfigModel):
         default=None,
     )
     inbound_number: str | None = F(
-        "The number (E.164) inbound agents are made to call.", "+34910000001", default=None
+        "The number (E.164) inbound agents are made to call; {{sip.inbound_number}} renders to the "
+        "SIP URI tamesu listens on, with this number as its user part.",
+        "+34910000001",
+        default=None,
+    )
+    proxy: str | None = F(
+        "SIP URI of the proxy or registrar that calls to E.164 numbers go through (a SIP URI in "
+        "to is called directly).",
+        "sip:pbx.example.com:5060;transport=tcp",
+        default=None,
+    )
+    username: str | None = F(
+        "Digest username tamesu answers the proxy's challenges with.", "tamesu", default=None
+    )
+    password: str | None = F(
+        "Digest password; write it as {{secrets.NAME}}.", "{{secrets.SIP_PASSWORD}}", default=None
+    )
+    bind: str | None = F(
+        "Address tamesu's SIP and RTP sockets use; by default the one that routes to the agent "
+        "(127.0.0.1 for inbound calls).",
+        "10.0.0.5",
+        default=None,
+    )
+    inbound_port: int | None = F(
+        "Port tamesu listens on for inbound calls (UDP and TCP); a free one when unset.",
+        5070,
+        default=None,
+        ge=1,
+        le=65535,
     )
 
 

@@ -22,6 +22,9 @@ __all__ = [
     "BrowserMocked",
     "BrowserRecording",
     "BrowserStep",
+    "CallEnded",
+    "CallHeld",
+    "CallTransferred",
     "CaptureSkipped",
     "Captured",
     "CustomEvent",
@@ -35,6 +38,7 @@ __all__ = [
     "Resubscribed",
     "RunError",
     "SessionStarted",
+    "SipTrace",
     "Tactic",
     "TranscriptEvent",
     "Truncated",
@@ -145,6 +149,36 @@ class DtmfUnsupported(_Event, tag="dtmf_unsupported", frozen=True):
     sent_as: str = "tones"
 
 
+class SipTrace(_Event, tag="sip", frozen=True):
+    """One SIP request or response of the call, sent or received (its start line; never a secret)."""
+
+    direction: Literal["sent", "received"]
+    line: str
+    cseq: str = ""
+    detail: str = ""
+    """What the message names that matters (a REFER's Refer-To)."""
+
+
+class CallEnded(_Event, tag="call_ended", frozen=True):
+    """Who or what ended a phone call: agent, caller, timeout, error, no_answer or busy."""
+
+    by: str
+    detail: str = ""
+    """The SIP status or request behind it (``486 Busy Here``, ``BYE``)."""
+
+
+class CallTransferred(_Event, tag="call_transferred", frozen=True):
+    """The agent transferred the call (a SIP REFER) to ``to``."""
+
+    to: str
+
+
+class CallHeld(_Event, tag="call_held", frozen=True):
+    """The agent put the call on hold (``held``) or took it off."""
+
+    held: bool
+
+
 class RemoteMessage(_Event, tag="a2a_remote", frozen=True):
     """A message the agent under test sent one of the suite's remote agents (``received``), or that
     agent's answer (``replied``); files are named and sized, never kept."""
@@ -250,6 +284,10 @@ TranscriptEvent = (
     | VoiceTurn
     | AgentCleared
     | DtmfUnsupported
+    | SipTrace
+    | CallEnded
+    | CallTransferred
+    | CallHeld
     | RemoteMessage
     | Resubscribed
     | BrowserStep

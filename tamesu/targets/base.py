@@ -94,6 +94,8 @@ class TargetContext:
     """The agent's faults the connect policy retried in this run (the run's transcript reports them)."""
     speech: SpeechPool | None = None
     """The run's speech engines (audio targets); None: this process's own."""
+    sip: Any = None
+    """tamesu.yaml's ``sip:`` block (``SipConfig``: proxy, credentials, inbound number); None when unset."""
 
     @property
     def mode(self) -> str | None:

@@ -50,6 +50,7 @@ assertion_kind(
     spec=StringList,
     description="sip: who or what ended the call (one reason or a list).",
     example=["agent", "caller"],
+    evaluator="tamesu.assertions.voice:call_ended_by",
     summary="who or what ended the call is one of these reasons",
 )
 
@@ -59,5 +60,6 @@ assertion_kind(
     spec=Matches,
     description="sip: the target of the agent's SIP REFER.",
     example={"matches": "^sip:billing@"},
+    evaluator="tamesu.assertions.voice:transferred_to",
     summary="the agent transferred the call (SIP REFER) to a matching target",
 )

@@ -1,4 +1,5 @@
-"""The sip target: a phone call through a LiveKit SIP trunk, outbound or inbound (no adapter yet)."""
+"""The sip target: a phone call to or from the agent over SIP (tamesu's own user agent), or
+placed through a LiveKit SIP trunk."""
 
 from typing import Any, Literal
 
@@ -35,9 +36,10 @@ class Trigger(ConfigModel):
 
 @target_type(
     "sip",
+    adapter="tamesu.targets.sip:SipAdapter",
     audio="always",
     parts={"audio": SPEECH},
-    summary="A phone call through a LiveKit SIP trunk: tamesu calls the agent, or a trigger makes it call",
+    summary="A phone call over SIP: tamesu calls the agent, or a trigger makes it call tamesu",
 )
 class SipTarget(TalkingTarget, WithTranscriptSource):
     """A phone agent reached by a real call."""
@@ -57,7 +59,11 @@ class SipTarget(TalkingTarget, WithTranscriptSource):
         "outbound",
         default="outbound",
     )
-    to: str | None = F("The agent's number in E.164 (outbound).", "+34910000000", default=None)
+    to: str | None = F(
+        "The agent's SIP URI (called directly) or number in E.164 (called through sip.proxy); outbound.",
+        "+34910000000",
+        default=None,
+    )
     from_: str | None = F("The caller ID the trunk presents.", "+34600000000", default=None, alias="from")
     trunk_id: str | None = F(
         "LiveKit SIP trunk to call through; sip.outbound_trunk_id when unset.", "ST_abc123", default=None
