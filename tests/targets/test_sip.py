@@ -1,0 +1,206 @@
+"""The sip target against real SIP peers on loopback: SIPp scenarios (tests/targets/sipp/) playing
+an agent that is busy, never answers, hangs up, waits for the caller's BYE, transfers the call or
+keys digits, and tamesu's own RTP both ways."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import struct
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tamesu.config.project import SipConfig
+from tamesu.kernel.events import CallEnded, CallTransferred, SipTrace
+from tamesu.kernel.messages import AgentTurn, Dtmf, Event, UserTurn
+from tamesu.sip.rtp import RtpStream
+
+from ..voice.peers import Calls, calls, collect
+
+__all__ = ["calls"]
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SCENARIOS = Path(__file__).parent / "sipp"
+needs_sipp = pytest.mark.skipif(shutil.which("sipp") is None, reason="sipp is not installed (apt-get install sip-tester)")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Sipp:
+    """One SIPp agent playing a scenario for one call; ``done`` waits for it to exit (0: played through)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, port: int) -> None:
+        self.proc = proc
+        self.port = port
+
+    @property
+    def uri(self) -> str:
+        return f"sip:agent@127.0.0.1:{self.port}"
+
+    async def done(self) -> int:
+        return await asyncio.wait_for(self.proc.wait(), 20)
+
+
+@pytest.fixture
+async def sipp(tmp_path: Path) -> AsyncIterator[object]:
+    started: list[Sipp] = []
+
+    async def start(scenario: str, *options: str) -> Sipp:
+        port = free_port()
+        proc = await asyncio.create_subprocess_exec(
+            "sipp", "-sf", str(SCENARIOS / scenario), "-i", "127.0.0.1", "-mi", "127.0.0.1",
+            "-p", str(port), "-m", "1", "-timeout", "30s", "-timeout_error", "-nostdin",
+            "-trace_err", "-error_file", str(tmp_path / f"{scenario}.err"), *options,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, cwd=tmp_path,
+        )  # fmt: skip
+        agent = Sipp(proc, port)
+        started.append(agent)
+        return agent
+
+    yield start
+    for agent in started:
+        if agent.proc.returncode is None:
+            agent.proc.kill()
+            await agent.proc.wait()
+
+
+def events(messages: list[object], kind: type) -> list[object]:
+    return [m.event for m in messages if isinstance(m, Event) and isinstance(m.event, kind)]
+
+
+@needs_sipp
+async def test_a_busy_agent_ends_the_call_as_busy(calls: Calls, sipp: object) -> None:
+    agent = await sipp("busy.xml")  # type: ignore[operator]
+    phone = await calls.target({"type": "sip", "to": agent.uri})
+    turn = await collect(phone)
+    assert isinstance(turn[-1], AgentTurn) and turn[-1].done
+    ended = events(turn, CallEnded)
+    assert [(e.by, e.detail) for e in ended] == [("busy", "486 Busy Here")]
+    lines = [(e.direction, e.line.split(" SIP/2.0")[0]) for e in events(turn, SipTrace)]
+    assert lines[0] == ("sent", f"INVITE {agent.uri}") and ("received", "SIP/2.0 486 Busy Here") in [
+        (d, line if d == "sent" else line) for d, line in lines
+    ] or any("486" in line for _, line in lines)
+    await phone.stop()
+    assert await agent.done() == 0, "SIPp saw the ACK of its 486"
+
+
+@needs_sipp
+async def test_an_agent_that_never_answers_is_cancelled_at_the_ring_timeout(calls: Calls, sipp: object) -> None:
+    agent = await sipp("no_answer.xml")  # type: ignore[operator]
+    phone = await calls.target({"type": "sip", "to": agent.uri, "ring_timeout": "1s"})
+    turn = await collect(phone)
+    assert [e.by for e in events(turn, CallEnded)] == ["no_answer"]
+    assert any(e.line.startswith("CANCEL") for e in events(turn, SipTrace))
+    await phone.stop()
+    assert await agent.done() == 0, "SIPp saw the CANCEL and the ACK of its 487"
+
+
+@needs_sipp
+async def test_the_agent_hanging_up_ends_the_turn_as_the_agents(calls: Calls, sipp: object) -> None:
+    agent = await sipp("agent_hangs_up.xml")  # type: ignore[operator]
+    phone = await calls.target({"type": "sip", "to": agent.uri})
+    turn = await collect(phone)
+    assert isinstance(turn[-1], AgentTurn) and turn[-1].done
+    assert [(e.by, e.detail) for e in events(turn, CallEnded)] == [("agent", "BYE")]
+    await phone.stop()
+    assert await agent.done() == 0
+
+
+@needs_sipp
+async def test_the_caller_speaks_hears_the_echo_and_hangs_up_with_a_bye(calls: Calls, sipp: object) -> None:
+    agent = await sipp("caller_hangs_up.xml", "-rtp_echo")  # type: ignore[operator]
+    phone = await calls.target({"type": "sip", "to": agent.uri})
+    await collect(phone)
+    turn = await collect(phone, UserTurn(text="hello there"))
+    assert isinstance(turn[-1], AgentTurn) and not turn[-1].done
+    assert turn[-1].first_audio_at is not None, "the agent (SIPp echoing RTP) was heard"
+    await phone.stop()
+    assert await agent.done() == 0, "SIPp got the BYE and answered it"
+
+
+@needs_sipp
+async def test_a_refer_is_recorded_as_the_transfer_and_notified(calls: Calls, sipp: object) -> None:
+    agent = await sipp("transfer.xml")  # type: ignore[operator]
+    phone = await calls.target({"type": "sip", "to": agent.uri})
+    turn = await collect(phone)
+    assert [e.to for e in events(turn, CallTransferred)] == ["sip:billing@pbx.example.com"]
+    refer = [e for e in events(turn, SipTrace) if e.line.startswith("REFER")]
+    assert refer and refer[0].detail == "<sip:billing@pbx.example.com>"
+    assert [e.by for e in events(turn, CallEnded)] == ["agent"]
+    await phone.stop()
+    assert await agent.done() == 0, "SIPp got 202 and both NOTIFYs"
+
+
+@needs_sipp
+async def test_rfc4733_digits_from_the_agent_are_received(calls: Calls, sipp: object) -> None:
+    agent = await sipp("digits.xml")  # type: ignore[operator]
+    phone = await calls.target({"type": "sip", "to": agent.uri})
+    turn = await collect(phone)
+    assert [m.digits for m in turn if isinstance(m, Dtmf) and m.direction == "received"] == ["1"]
+    await phone.stop()
+    assert await agent.done() == 0
+
+
+async def test_a_number_needs_a_proxy(calls: Calls) -> None:
+    from tamesu.errors import TargetError
+
+    with pytest.raises(TargetError, match=r"needs sip\.proxy"):
+        await calls.target({"type": "sip", "to": "+15550100"})
+
+
+@needs_sipp
+async def test_a_number_is_called_through_the_proxy_and_its_password_never_shows(calls: Calls, sipp: object) -> None:
+    agent = await sipp("busy.xml")  # type: ignore[operator]
+    project = SipConfig(proxy=f"sip:127.0.0.1:{agent.port}", username="tamesu", password="{{secrets.PW}}")
+    phone = await calls.target({"type": "sip", "to": "+15550100"}, sip=project, secrets={"PW": "hunter2-sip"})
+    turn = await collect(phone)
+    invite = events(turn, SipTrace)[0]
+    assert invite.line == f"INVITE sip:+15550100@127.0.0.1:{agent.port};user=phone SIP/2.0"
+    assert "hunter2-sip" not in repr(turn)
+    await phone.stop()
+    assert await agent.done() == 0
+
+
+async def test_rtp_carries_frames_in_order_and_digits_as_telephone_events() -> None:
+    heard: list[bytes] = []
+    digits: list[str] = []
+    got = asyncio.Event()
+    a = await RtpStream.open("127.0.0.1", on_audio=heard.append, on_digit=lambda d: None)
+    b = await RtpStream.open(
+        "127.0.0.1", on_audio=lambda p: None, on_digit=lambda d: (digits.append(d), got.set())
+    )
+    a.remote, b.remote = ("127.0.0.1", b.port), ("127.0.0.1", a.port)
+    keyed = a.key("7#")
+    frames = [bytes([i]) * 160 for i in range(40)]
+    for frame in frames:
+        a.send(frame)
+        b.send(frame)
+    await asyncio.wait_for(keyed.wait(), 1)
+    while len(digits) < 2 or len(heard) < 37:
+        await asyncio.wait_for(got.wait(), 2) if len(digits) < 2 else await asyncio.sleep(0)
+        got.clear()
+    assert digits == ["7", "#"]
+    assert heard[:5] == frames[:5], "frames arrive in order"
+    a.close()
+    b.close()
+
+
+def test_the_jitter_buffer_reorders_and_drops_late_packets() -> None:
+    from tamesu.sip.rtp import JitterBuffer
+
+    jb = JitterBuffer(depth=2)
+    assert jb.push(10, b"a") == [b"a"]
+    assert jb.push(12, b"c") == []
+    assert jb.push(11, b"b") == [b"b", b"c"]
+    assert jb.push(11, b"b") == [] and jb.late == 1
+    assert jb.push(14, b"e") == [] and jb.push(15, b"f") == []
+    assert jb.push(16, b"g") == [b"e", b"f", b"g"] and jb.lost == 1
+    assert struct.calcsize("!BBHII") == 12
