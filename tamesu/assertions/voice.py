@@ -21,7 +21,7 @@ from tamesu.kernel.events import CallEnded, CallTransferred
 from tamesu.kernel.outcome import AssertionResult
 from tamesu.kernel.transcript import Transcript
 
-__all__ = ["call_ended_by", "call_end_reason", "dtmf_received", "transferred_to"]
+__all__ = ["call_end_reason", "call_ended_by", "dtmf_received", "transferred_to"]
 
 _RUN_ENDS = {"agent": "agent", "timeout": "timeout", "error": "error", "cancelled": "error"}
 

@@ -82,5 +82,3 @@ async def run_hooks(
             return outcome
         done.append(outcome.hook)
     return HookOutcome(True, f"{len(done)} hook(s) ran", total, "; ".join(done))
-
-

@@ -133,7 +133,9 @@ class SipMessage:
 
 def split_commas(value: str) -> list[str]:
     """A header value split at commas outside quotes and angle brackets."""
-    out, depth, quoted, cur = [], 0, False, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quoted = 0, False
     for ch in value:
         if ch == '"':
             quoted = not quoted

@@ -148,17 +148,17 @@ class SipSockets:
             context = None
             if peer.transport == "tls":
                 context = self.tls or ssl.create_default_context()
-            reader, writer = await asyncio.wait_for(
+            reader, opened = await asyncio.wait_for(
                 asyncio.open_connection(
                     peer.host, peer.port, ssl=context, server_hostname=peer.host if context else None
                 ),
                 CONNECT_TIMEOUT,
             )
-            self.streams[peer] = writer
-            task = asyncio.get_running_loop().create_task(self._read(reader, writer, peer))
+            self.streams[peer] = opened
+            task = asyncio.get_running_loop().create_task(self._read(reader, opened, peer))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-            return writer
+            return opened
 
     def local_port(self, peer: Peer) -> int:
         """The port a peer sees this side on (a stream's own local port; else the listening one)."""
