@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from tamesu.assertions.base import AssertionContext, assertion
-from tamesu.config.assertions.voice import DTMFAssertion, Matches, StringList
+from tamesu.config.assertions.voice import CallEndReasons, DTMFAssertion, Matches, StringList
 from tamesu.kernel.events import CallEnded, CallTransferred
 from tamesu.kernel.outcome import AssertionResult
 from tamesu.kernel.transcript import Transcript
@@ -50,9 +50,10 @@ def call_end_reason(transcript: Transcript) -> str | None:
 
 
 @assertion("call_ended_by", spec=StringList)
-def call_ended_by(spec: list[str] | str, ctx: AssertionContext) -> AssertionResult:
-    """The call ended for one of these reasons (``[agent, caller]``; a bare reason means the same)."""
-    want = [spec] if isinstance(spec, str) else [str(w) for w in spec]
+def call_ended_by(spec: CallEndReasons, ctx: AssertionContext) -> AssertionResult:
+    """The call ended for one of these reasons (``[agent, caller]``; a bare reason is read as a list
+    of one when the suite is loaded)."""
+    want: list[str] = list(spec)
     got = call_end_reason(ctx.transcript)
     ok = got in want
     message = (

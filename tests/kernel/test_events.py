@@ -29,6 +29,16 @@ SAMPLES: list[ev.TranscriptEvent] = [
     ev.VoiceTurn(turn=1, caller_end=1.4, first_audio_at=2.0, end_at=3.4, interrupted=True, stt="hi", at=3.4),
     ev.AgentCleared(reason="interrupted", at=3.5),
     ev.DtmfUnsupported(digits="5", at=0.5),
+    ev.SipTrace(
+        direction="received",
+        line="REFER sip:tamesu@127.0.0.1:5070 SIP/2.0",
+        cseq="2 REFER",
+        detail="<sip:billing@pbx.example.com>",
+        at=4.1,
+    ),
+    ev.CallEnded(by="busy", detail="486 Busy Here", at=0.3),
+    ev.CallTransferred(to="sip:billing@pbx.example.com", at=4.1),
+    ev.CallHeld(held=True, at=2.0),
     ev.RemoteMessage(agent="billing", direction="received", text="refund ORD-1", data=[{"order": "ORD-1"}]),
     ev.Resubscribed(task="t-1", reason="stream closed", at=2.5),
     ev.BrowserStep(

@@ -1,13 +1,13 @@
 """Assertions on a call: dtmf_received, call_ended_by, transferred_to."""
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, List, Literal  # noqa: UP035 -- see CallEndReasons
 
 from pydantic import BeforeValidator
 
 from tamesu.config.common import DTMF_PATTERN, ConfigModel, F
 from tamesu.config.kinds import assertion_kind
 
-__all__ = ["CALL_END_REASONS", "CallEndReason", "DTMFAssertion", "Matches", "StringList"]
+__all__ = ["CALL_END_REASONS", "CallEndReason", "CallEndReasons", "DTMFAssertion", "Matches", "StringList"]
 
 CallEndReason = Literal["agent", "caller", "timeout", "error", "no_answer", "busy"]
 CALL_END_REASONS: tuple[str, ...] = CallEndReason.__args__  # type: ignore[attr-defined]
@@ -17,8 +17,11 @@ def _as_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+CallEndReasons = List[CallEndReason]  # noqa: UP006 -- typing's alias survives get_type_hints as itself
+"""What ``call_ended_by``'s evaluator gets: the reasons, always a list."""
+
 StringList = Annotated[
-    list[CallEndReason], BeforeValidator(_as_list, json_schema_input_type=CallEndReason | list[CallEndReason])
+    CallEndReasons, BeforeValidator(_as_list, json_schema_input_type=CallEndReason | CallEndReasons)
 ]
 """One reason or a list of them; always read as a list."""
 
