@@ -235,7 +235,7 @@ class SipAdapter(TargetAdapter):
         trigger = self.config.trigger
         if trigger is None:
             raise TargetError("an inbound sip target needs trigger", retryable=False, kind="config")
-        hook = Hook(command=trigger.command, http=trigger.http)
+        hook = Hook(command=trigger.command) if trigger.command else Hook(http=trigger.http)
         outcome = await run_hook(
             hook,
             scope=self.ctx.scope,

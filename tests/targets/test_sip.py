@@ -152,6 +152,44 @@ async def test_rfc4733_digits_from_the_agent_are_received(calls: Calls, sipp: ob
     assert await agent.done() == 0
 
 
+@needs_sipp
+async def test_an_inbound_call_from_the_trigger_is_answered_and_a_turn_works(
+    calls: Calls, sipp: object
+) -> None:
+    from aiohttp import web
+
+    from tamesu.sip.message import SipUri
+
+    agents: list[Sipp] = []
+
+    async def make_the_agent_call(request: web.Request) -> web.Response:
+        uri = SipUri.parse((await request.json())["to"])
+        agent = await sipp("inbound_call.xml", "-rtp_echo", "-s", uri.user, f"{uri.host}:{uri.port}")  # type: ignore[operator]
+        agents.append(agent)
+        return web.json_response({"calling": str(uri)})
+
+    app = web.Application()
+    app.router.add_post("/call", make_the_agent_call)
+    base = (await calls.serve(app)).replace("ws://", "http://")
+    config = {
+        "type": "sip",
+        "direction": "inbound",
+        "trigger": {"http": {"url": f"{base}/call", "body": {"to": "{{sip.inbound_number}}"}}},
+    }
+    phone = await calls.target(config, sip=SipConfig(inbound_number="+15550199"))
+    [agent] = agents
+    greeting = await collect(phone)
+    invite = events(greeting, SipTrace)[0]
+    assert (invite.direction, invite.line.split()[0]) == ("received", "INVITE")
+    assert invite.line.startswith("INVITE sip:+15550199@127.0.0.1:")
+    assert ("sent", "SIP/2.0 200 OK") in [(e.direction, e.line) for e in events(greeting, SipTrace)]
+    turn = await collect(phone, UserTurn(text="hello there"))
+    assert isinstance(turn[-1], AgentTurn) and not turn[-1].done
+    assert turn[-1].first_audio_at is not None, "the agent (SIPp echoing RTP) was heard"
+    await phone.stop()
+    assert await agent.done() == 0, "SIPp's call was answered, acknowledged and ended with tamesu's BYE"
+
+
 async def test_a_number_needs_a_proxy(calls: Calls) -> None:
     from tamesu.errors import TargetError
 
