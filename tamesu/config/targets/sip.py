@@ -8,7 +8,7 @@ from pydantic_core import PydanticCustomError
 
 from tamesu.config.common import ConfigModel, Duration, F, HTTPTrigger, exactly_one, one_of_schema
 from tamesu.config.kinds import target_type
-from tamesu.config.targets.base import SPEECH, TalkingTarget, WithTranscriptSource
+from tamesu.config.targets.base import SPEECH, TalkingTarget, WithIdle, WithTranscriptSource
 
 __all__ = ["SipTarget", "Trigger"]
 
@@ -41,7 +41,7 @@ class Trigger(ConfigModel):
     parts={"audio": SPEECH},
     summary="A phone call over SIP: tamesu calls the agent, or a trigger makes it call tamesu",
 )
-class SipTarget(TalkingTarget, WithTranscriptSource):
+class SipTarget(TalkingTarget, WithTranscriptSource, WithIdle):
     """A phone agent reached by a real call."""
 
     model_config = ConfigDict(
