@@ -45,6 +45,8 @@ __all__ = ["RATE", "SipAdapter", "local_address"]
 
 RATE = 8000
 DEFAULT_RING = 30.0
+SILENT_PEAK = 100
+"""A frame whose samples all stay within this (about -50 dBFS) is silence (see ``_heard_audio``)."""
 MAX_TRACE = 300
 """SIP messages of one call kept in the transcript; later ones are counted, not kept."""
 
@@ -276,9 +278,15 @@ class SipAdapter(TargetAdapter):
         return True
 
     def _heard_audio(self, payload: bytes) -> None:
+        """A frame of the agent. RTP flows all call long, silence included, and arrives at the pace
+        it plays: a silent frame is left out, so the playout holds only what the agent says and
+        its turn can end when it falls quiet (the caller hears silence while nothing is queued)."""
         session = self.session
-        if session is not None and self._decode is not None and payload:
-            session.heard_audio(self._decode(payload))
+        if session is None or self._decode is None or not payload:
+            return
+        samples = self._decode(payload)
+        if max(int(samples.max()), -int(samples.min())) > SILENT_PEAK:
+            session.heard_audio(samples)
 
     def _heard_digit(self, digit: str) -> None:
         msg = Dtmf(digits=digit, direction="received", at=self.ctx.clock.now())

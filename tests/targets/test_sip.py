@@ -247,3 +247,24 @@ def test_the_jitter_buffer_reorders_and_drops_late_packets() -> None:
     assert jb.push(14, b"e") == [] and jb.push(15, b"f") == []
     assert jb.push(16, b"g") == [b"e", b"f", b"g"] and jb.lost == 1
     assert struct.calcsize("!BBHII") == 12
+
+
+async def test_a_phone_agent_sending_silence_between_its_words_ends_its_turn_after_idle(calls: Calls) -> None:
+    """RTP flows for the whole call, silence included: the turn ends on idle, not on turn_timeout."""
+    from tamesu.testing.sip_agent import SipVoiceAgent
+
+    agent = SipVoiceAgent(tts="test-vowel", stt="test-stt")
+    await agent.start()
+    try:
+        phone = await calls.target({"type": "sip", "to": agent.uri, "idle": "500ms"}, turn_timeout=20.0)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        greeting = await collect(phone)
+        took = loop.time() - started
+        last = greeting[-1]
+        assert isinstance(last, AgentTurn) and last.first_audio_at is not None
+        assert not any(s.text == "(turn_timeout)" for s in last.audio), "the turn ran into turn_timeout"
+        assert took < 10.0, f"the greeting (2.5 s) took {took:.1f}s to end"
+        await phone.stop()
+    finally:
+        await agent.close()
