@@ -50,6 +50,20 @@ class Sipp:
     async def done(self) -> int:
         return await asyncio.wait_for(self.proc.wait(), 20)
 
+    async def accepting_tcp(self) -> None:
+        """Wait until SIPp accepts TCP connections (a UDP INVITE is sent again until it listens; a
+        TCP connection refused is not retried)."""
+        async with asyncio.timeout(20):
+            while True:
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                except OSError:
+                    assert self.proc.returncode is None, "SIPp exited"
+                    await asyncio.sleep(0.05)  # polling the port, not standing in for an event
+                    continue
+                writer.close()
+                return
+
 
 @pytest.fixture
 async def sipp(tmp_path: Path) -> AsyncIterator[object]:
@@ -210,6 +224,47 @@ async def test_a_number_is_called_through_the_proxy_and_its_password_never_shows
     assert "hunter2-sip" not in repr(turn)
     await phone.stop()
     assert await agent.done() == 0
+
+
+@needs_sipp
+@pytest.mark.parametrize(("password", "connected"), [("s3cret-sip", True), ("wrong", False)])
+async def test_over_tcp_a_digest_challenge_is_answered_with_the_credentials(
+    calls: Calls, sipp: object, password: str, connected: bool
+) -> None:
+    agent = await sipp("digest_tcp.xml", "-t", "t1")  # type: ignore[operator]
+    await agent.accepting_tcp()
+    project = SipConfig(username="tamesu", password="{{secrets.PW}}")
+    uri = f"{agent.uri};transport=tcp"
+    phone = await calls.target({"type": "sip", "to": uri}, sip=project, secrets={"PW": password})
+    turn = await collect(phone)
+    received = [e.line for e in events(turn, SipTrace) if e.direction == "received"]
+    sent = [e.line for e in events(turn, SipTrace) if e.direction == "sent"]
+    assert received[0] == "SIP/2.0 401 Unauthorized"
+    assert [line for line in sent if line.startswith("INVITE")] == [f"INVITE {uri} SIP/2.0"] * 2
+    if connected:
+        assert "SIP/2.0 200 OK" in received and not events(turn, CallEnded)
+    else:
+        assert [(e.by, e.detail) for e in events(turn, CallEnded)] == [("error", "403 Forbidden")]
+    assert password not in repr(turn)
+    await phone.stop()
+    assert await agent.done() == 0, (
+        "SIPp checked the retried INVITE's Authorization and the call ended cleanly"
+    )
+
+
+def test_idle_is_a_sip_targets_key_and_sets_the_silence_that_ends_a_turn(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from tamesu.config.target import parse_target
+    from tamesu.voice.settings import VoiceSettings
+
+    config = parse_target({"type": "sip", "to": "sip:agent@127.0.0.1", "idle": "700ms"})
+    ctx = SimpleNamespace(
+        test=None, language=None, seed=1, run_id="r", session="s", suite_dir=".", turn_timeout=60.0,
+        tts_engine=None, stt_engine=None, detect_dtmf=False, output_dir=None,
+    )  # fmt: skip
+    settings = VoiceSettings.build(config, ctx, encoding="mulaw", rate=8000)  # type: ignore[arg-type]
+    assert (settings.idle, settings.greeting_wait) == pytest.approx((0.7, 1.7))
 
 
 async def test_rtp_carries_frames_in_order_and_digits_as_telephone_events() -> None:
