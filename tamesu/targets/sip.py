@@ -40,14 +40,12 @@ if TYPE_CHECKING:
     from tamesu.sip.ua import UserAgent
     from tamesu.targets.base import TargetContext
     from tamesu.voice.session import VoiceSession
+    from tamesu.voice.silence import SilenceGate
 
 __all__ = ["RATE", "SipAdapter", "local_address"]
 
 RATE = 8000
 DEFAULT_RING = 30.0
-SILENT_PEAK = 100
-"""A frame whose samples all stay within this (about -50 dBFS) is silence (see ``_heard_audio``);
-it is told from the G.711 codes with one ``bytes.translate``, without decoding."""
 MAX_TRACE = 300
 """SIP messages of one call kept in the transcript; later ones are counted, not kept."""
 
@@ -81,8 +79,9 @@ class SipAdapter(TargetAdapter):
         self.ended_reported = False
         self._timer: asyncio.Task[None] | None = None
         self._decode: Any = None
-        self._audible: bytes | None = None
-        """Per G.711 code, 1 when its sample is louder than ``SILENT_PEAK`` (a ``bytes.translate`` table)."""
+        self._audible = b""
+        """Per G.711 code, 1 when its sample is louder than the gate's peak (a ``bytes.translate`` table)."""
+        self._gate: SilenceGate | None = None
 
     @property
     def project(self) -> Any:
@@ -258,10 +257,12 @@ class SipAdapter(TargetAdapter):
         from tamesu.audio.codec import alaw_decode, ulaw_decode
         from tamesu.voice.session import VoiceSession
         from tamesu.voice.settings import VoiceSettings
+        from tamesu.voice.silence import SilenceGate
 
         self._decode = ulaw_decode if call.encoding == "mulaw" else alaw_decode
+        self._gate = SilenceGate()
         levels = self._decode(bytes(range(256)))
-        self._audible = bytes(int(abs(int(v)) > SILENT_PEAK) for v in levels)
+        self._audible = bytes(int(abs(int(v)) > self._gate.peak) for v in levels)
         settings = VoiceSettings.build(self.config, self.ctx, encoding=call.encoding, rate=RATE)
         self.session = VoiceSession(settings, self.ctx, self)
         await self.session.start()
@@ -284,14 +285,17 @@ class SipAdapter(TargetAdapter):
 
     def _heard_audio(self, payload: bytes) -> None:
         """A frame of the agent. RTP flows all call long, silence included, and arrives at the pace
-        it plays: a silent frame is left out, so the playout holds only what the agent says and
-        its turn can end when it falls quiet (the caller hears silence while nothing is queued)."""
-        session = self.session
-        if session is None or self._decode is None or not payload:
+        it plays: the call's ``SilenceGate`` passes on sound and a short tail after it, so the
+        playout runs empty and the agent's turn can end when it falls quiet. A
+        frame's silence is told from its G.711 codes (one ``bytes.translate``), without decoding."""
+        session, gate = self.session, self._gate
+        if session is None or gate is None or self._decode is None or not payload:
             return
-        if self._audible is not None and b"\x01" not in payload.translate(self._audible):
-            return  # silent: told from the codes themselves, nothing decoded
-        session.heard_audio(self._decode(payload))
+        quiet = b"\x01" not in payload.translate(self._audible)
+        # not ``playing``: frames arrive at the pace they play, so a pause is kept by their timing,
+        # and keeping silence while a few frames wait in the playout would keep it from running empty
+        if gate.keep(quiet, len(payload) / RATE):
+            session.heard_audio(self._decode(payload))
 
     def _heard_digit(self, digit: str) -> None:
         msg = Dtmf(digits=digit, direction="received", at=self.ctx.clock.now())
