@@ -238,6 +238,7 @@ class RunGraph:
             max_goal_steps=spec.extra.get("max_goal_steps"),
             detect_dtmf=any(named.kind == "dtmf_received" for named in spec.assertions),
             sip=spec.extra.get("sip"),
+            livekit=spec.extra.get("livekit"),
         )
         self.adapter = _adapter(target, ctx)
         counterpart = self._counterpart(ctx)

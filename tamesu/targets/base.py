@@ -96,6 +96,8 @@ class TargetContext:
     """The run's speech engines (audio targets); None: this process's own."""
     sip: Any = None
     """tamesu.yaml's ``sip:`` block (``SipConfig``: proxy, credentials, inbound number); None when unset."""
+    livekit: Any = None
+    """tamesu.yaml's ``livekit:`` block (``LiveKitConfig``) for a sip target's LiveKit trunk; None when unset."""
 
     @property
     def mode(self) -> str | None:

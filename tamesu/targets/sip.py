@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from tamesu.sip.transport import Peer
     from tamesu.sip.ua import UserAgent
     from tamesu.targets.base import TargetContext
+    from tamesu.targets.sip_livekit import TrunkCall
     from tamesu.voice.session import VoiceSession
     from tamesu.voice.silence import SilenceGate
 
@@ -75,6 +76,8 @@ class SipAdapter(TargetAdapter):
         self.session: VoiceSession | None = None
         self.early: list[Message] = []
         """What happened before the call's audio began (its dialogue so far, how it ended)."""
+        self.trunk: TrunkCall | None = None
+        """The call placed through a LiveKit trunk (``sip_livekit``); None for tamesu's own UA."""
         self.traced = 0
         self.ended_reported = False
         self._timer: asyncio.Task[None] | None = None
@@ -391,6 +394,9 @@ class SipAdapter(TargetAdapter):
             self._timer = None
         if self.session is not None:
             await self.session.stop()
+        trunk, self.trunk = self.trunk, None
+        if trunk is not None:
+            await trunk.close()
         call, self.call = self.call, None
         if call is not None:
             with contextlib.suppress(Exception):

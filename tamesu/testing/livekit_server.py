@@ -13,7 +13,9 @@ Audio is forwarded as an SFU forwards it: the publisher's Opus packets go to eac
 unchanged, as they arrive (``rtp_relay``), so the room adds no buffering of its own.
 
 It is not a LiveKit server: one process, no TURN, no simulcast or video forwarding, no
-reconnection or migration, no egress, ingress or SIP, no recording, and no codec but Opus.
+reconnection or migration, no egress or ingress, no recording, and no codec but Opus. Its SIP
+service (``livekit_sip``) places outbound calls through trunks with tamesu's own SIP user agent;
+inbound SIP is not served.
 
     async with serve_livekit_server() as server:
         server.register_agent("support-agent", my_agent)   # async (JobRequest) -> None
@@ -37,6 +39,7 @@ from livekit.protocol import rtc as proto
 
 from .livekit_peer import Peer
 from .livekit_room import Member, Room, sid
+from .livekit_sip import LoopbackSip
 from .rtp_relay import AudioRelay
 
 __all__ = ["JobRequest", "LivekitServer", "serve_livekit_server"]
@@ -76,6 +79,8 @@ class LivekitServer:
         self.media_probe: Callable[[str, str, Any], None] | None = None
         """Called with (room, identity, RTP packet) for every audio packet the server forwards."""
         self._jobs: set[asyncio.Task[None]] = set()
+        self.sip = LoopbackSip(self)
+        """Outbound SIP trunks and the calls bridged into rooms (``livekit_sip``)."""
 
     def register_agent(self, name: str, fn: AgentFn) -> None:
         """An agent the server dispatches: by ``name`` on request, or into every new room when ''."""
@@ -276,6 +281,7 @@ class LivekitServer:
         return web.Response(text="success")
 
     async def close(self) -> None:
+        await self.sip.close()
         for room in list(self.rooms.values()):
             await room.close()
         for task in list(self._jobs):

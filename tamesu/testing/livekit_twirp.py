@@ -1,9 +1,11 @@
-"""The loopback LiveKit server's ``RoomService`` and ``AgentDispatchService`` over Twirp.
+"""The loopback LiveKit server's ``RoomService``, ``AgentDispatchService`` and ``SIP`` service over Twirp.
 
 Twirp is a POST of a protobuf (``application/protobuf``) or its JSON (``application/json``) to
 ``/twirp/livekit.<Service>/<Method>``, answered in the same encoding; errors are JSON
 ``{"code", "msg"}`` with an HTTP status. Calls carry a bearer token signed with the API secret
-whose grants allow them (``roomCreate``, ``roomList``, ``roomAdmin`` for the room), as on LiveKit.
+whose grants allow them (``roomCreate``, ``roomList``, ``roomAdmin`` for the room; the SIP grants
+``admin`` for trunks and ``call`` for ``CreateSIPParticipant``), as on LiveKit. The SIP methods
+are ``livekit_sip``'s; a call that is not answered is an error whose ``meta`` has its SIP status.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from google.protobuf.message import DecodeError, Message
 from livekit.protocol import agent_dispatch as dispatch_pb
 from livekit.protocol import models
 from livekit.protocol import room as room_pb
+from livekit.protocol import sip as sip_pb
+
+from .livekit_sip import SipDialError
 
 if TYPE_CHECKING:
     from .livekit_server import LivekitServer
@@ -28,9 +33,9 @@ Handler = Callable[[Any, Any], Awaitable[Message]]
 
 
 class TwirpError(Exception):
-    def __init__(self, code: str, msg: str, status: int) -> None:
+    def __init__(self, code: str, msg: str, status: int, meta: dict[str, str] | None = None) -> None:
         super().__init__(msg)
-        self.code, self.msg, self.status = code, msg, status
+        self.code, self.msg, self.status, self.meta = code, msg, status, meta or {}
 
 
 def _need(grants: Any, grant: str, room: str | None = None) -> None:
@@ -141,7 +146,30 @@ def _methods(server: LivekitServer) -> dict[str, tuple[type[Message], Handler]]:
         ]
         return dispatch_pb.ListAgentDispatchResponse(agent_dispatches=found)
 
+    async def create_trunk(req: sip_pb.CreateSIPOutboundTrunkRequest, grants: Any) -> Message:
+        _need(grants, "admin")
+        return server.sip.create_trunk(req)
+
+    async def list_trunks(req: sip_pb.ListSIPOutboundTrunkRequest, grants: Any) -> Message:
+        _need(grants, "admin")
+        return server.sip.list_trunks(req)
+
+    async def create_sip_participant(req: sip_pb.CreateSIPParticipantRequest, grants: Any) -> Message:
+        _need(grants, "call")
+        if req.sip_trunk_id not in server.sip.trunks:
+            raise TwirpError("not_found", f"no outbound trunk {req.sip_trunk_id}", 404)
+        if not req.room_name or not req.sip_call_to:
+            raise TwirpError("invalid_argument", "room_name and sip_call_to are required", 400)
+        server.room(req.room_name)
+        try:
+            return await server.sip.create_participant(req)
+        except SipDialError as exc:
+            raise TwirpError(exc.code, exc.msg, exc.status, exc.meta) from None
+
     return {
+        "livekit.SIP/CreateSIPOutboundTrunk": (sip_pb.CreateSIPOutboundTrunkRequest, create_trunk),
+        "livekit.SIP/ListSIPOutboundTrunk": (sip_pb.ListSIPOutboundTrunkRequest, list_trunks),
+        "livekit.SIP/CreateSIPParticipant": (sip_pb.CreateSIPParticipantRequest, create_sip_participant),
         "livekit.RoomService/CreateRoom": (room_pb.CreateRoomRequest, create_room),
         "livekit.RoomService/ListRooms": (room_pb.ListRoomsRequest, list_rooms),
         "livekit.RoomService/DeleteRoom": (room_pb.DeleteRoomRequest, delete_room),
@@ -178,7 +206,8 @@ def twirp_routes(server: LivekitServer) -> list[web.RouteDef]:
             if not auth.startswith("Bearer "):
                 raise TwirpError("unauthenticated", "no bearer token", 401)
             try:
-                grants = server.verify(auth.removeprefix("Bearer ")).video
+                claims = server.verify(auth.removeprefix("Bearer "))
+                grants = claims.sip if path.startswith("livekit.SIP/") else claims.video
             except Exception:
                 raise TwirpError("unauthenticated", "invalid token", 401) from None
             body = await request.read()
@@ -192,7 +221,10 @@ def twirp_routes(server: LivekitServer) -> list[web.RouteDef]:
                 raise TwirpError("malformed", f"unreadable request: {exc}", 400) from None
             reply = await handler(message, grants)
         except TwirpError as exc:
-            return web.json_response({"code": exc.code, "msg": exc.msg}, status=exc.status)
+            error: dict[str, object] = {"code": exc.code, "msg": exc.msg}
+            if exc.meta:
+                error["meta"] = exc.meta
+            return web.json_response(error, status=exc.status)
         if as_json:
             return web.Response(text=json_format.MessageToJson(reply), content_type="application/json")
         return web.Response(body=reply.SerializeToString(), content_type="application/protobuf")

@@ -323,11 +323,3 @@ async def test_a_phone_agent_sending_silence_between_its_words_ends_its_turn_aft
         await phone.stop()
     finally:
         await agent.close()
-
-
-async def test_a_livekit_trunk_is_refused_before_anything_is_dialled(calls: Calls) -> None:
-    from tamesu.errors import TargetError
-
-    with pytest.raises(TargetError, match=r"trunk_id \('ST_abc'.*not supported") as err:
-        await calls.target({"type": "sip", "to": "+15550100", "trunk_id": "ST_abc"})
-    assert err.value.retryable is False
