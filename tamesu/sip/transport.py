@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 from collections.abc import Callable
 from typing import NamedTuple
@@ -75,6 +76,7 @@ class SipSockets:
             self.udp, _ = await loop.create_datagram_endpoint(
                 lambda: _Datagrams(self), local_addr=(self.host, port)
             )
+            _widen(self.udp)
             bound = int(self.udp.get_extra_info("sockname")[1])
             if not tcp:
                 self.port = bound
@@ -183,3 +185,15 @@ class SipSockets:
         if self.server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.server.wait_closed(), 2)
+
+
+UDP_BUFFER = 4 << 20
+"""Receive buffer asked for the SIP socket: hundreds of calls set up at once answer in a burst (100,
+180 and 200 each) that overflows the kernel's usual 208 KiB, and a lost 200 waits out a retransmission."""
+
+
+def _widen(udp: asyncio.DatagramTransport) -> None:
+    sock = udp.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UDP_BUFFER)
