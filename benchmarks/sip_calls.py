@@ -2,11 +2,11 @@
 the measured turn latency is to an agent's known delay.
 
 Calls are placed by tamesu's own user agent (``tamesu.sip``) over loopback UDP to a SIP agent in
-the same process that answers every INVITE and, once a talkspurt of the caller's RTP has ended,
+a process of its own (a peer, as a real agent is: its CPU is not the caller's) that answers every INVITE and, once a talkspurt of the caller's RTP has ended,
 sends ``--delay`` seconds later a second of loud RTP back. Every 20 ms one tick sends a frame on
 every call in one pass (the sending half of the voice stages' transport), and the tick's lateness
 is recorded; a load is real time when the p99 lateness stays within 20 ms. Turn latency is the
-time from the caller's last loud frame to the agent's first loud frame as received, per turn,
+time from the end of the caller's last loud frame (sent + 20 ms) to the agent's first loud frame as received, per turn,
 against ``--delay``.
 
 With ``--through target`` every call is the ``sip`` target itself (``SipAdapter``: the voice
@@ -140,9 +140,34 @@ class Caller:
             self.waiting = False
 
 
+def serve_agent(delay: float, conn: Any) -> None:
+    """The loopback agent in a process of its own (a peer, as a real agent is): its URI goes back on
+    ``conn``, and it answers until ``conn`` says stop."""
+
+    async def serve() -> None:
+        agent = Agent(delay)
+        conn.send(await agent.open())
+        await asyncio.get_running_loop().run_in_executor(None, conn.recv)
+        await agent.close()
+
+    asyncio.run(serve())
+
+
 async def one_load(n: int, seconds: float, delay: float) -> dict[str, Any]:
-    agent = Agent(delay)
-    uri = SipUri.parse(await agent.open())
+    import multiprocessing
+
+    parent, child = multiprocessing.Pipe()
+    peer = multiprocessing.get_context("spawn").Process(target=serve_agent, args=(delay, child), daemon=True)
+    peer.start()
+    try:
+        return await _one_load(n, seconds, delay, parent)
+    finally:
+        parent.send("stop")
+        peer.join(10)
+
+
+async def _one_load(n: int, seconds: float, delay: float, agent: Any) -> dict[str, Any]:
+    uri = SipUri.parse(await asyncio.get_running_loop().run_in_executor(None, agent.recv))
     ua = UserAgent("127.0.0.1")
     await ua.open(tcp=False)
     callers = [Caller() for _ in range(n)]
@@ -168,7 +193,7 @@ async def one_load(n: int, seconds: float, delay: float) -> dict[str, Any]:
         for call, caller in zip(calls, callers):
             call.rtp.send(frame)
             if phase == TALK - 1:
-                caller.last_loud_sent, caller.waiting = now, True
+                caller.last_loud_sent, caller.waiting = now + 0.02, True  # the frame holds 20 ms of speech
         due += 0.02
         await asyncio.sleep(max(0.0, due - loop.time()))
     cpu = time.process_time() - cpu0
@@ -177,7 +202,6 @@ async def one_load(n: int, seconds: float, delay: float) -> dict[str, Any]:
     for call in calls:
         await call.close()
     await ua.close()
-    await agent.close()
     return {
         "calls": n,
         "connected": len(connected),
