@@ -120,6 +120,10 @@ RULES: dict[str, tuple[Callable[[str], bool], Callable[[str], bool]]] = {
         _under("tamesu.runner.scheduler", "tamesu.runner.attempt", "tamesu.runner.api", "tamesu.actors",
                "tamesu.targets", "tamesu.load.driver"),
     ),
+    "the SIP stack is a protocol library: it knows nothing else of tamesu": (
+        _under("tamesu.sip"),
+        lambda name: name.startswith("tamesu") and not _under("tamesu.sip")(name),
+    ),
     "the library sits below the command line": (_not(COMMAND_LINE), COMMAND_LINE),
     "only placement and job submission import ray": (
         lambda name: name not in ("tamesu.actors.placement.ray", "tamesu.load.jobs"),
