@@ -18,7 +18,7 @@ benchmarks/results/sip_calls.json (``--out``).
 
     python benchmarks/sip_calls.py --calls 10 --seconds 5        # a small check
     python benchmarks/sip_calls.py --calls 100,250,500 --seconds 20
-    python benchmarks/sip_calls.py --through target --calls 10 --seconds 10
+    python benchmarks/sip_calls.py --through target --calls 10 --seconds 25 --delay 1.0
 """
 
 from __future__ import annotations
@@ -240,7 +240,11 @@ async def target_load(n: int, seconds: float, delay: float, tts: str | None) -> 
     reply = [codes[i : i + 160].ljust(160, b"\xff") for i in range(0, len(codes), 160)]
     while reply and b"\x01" not in reply[0].translate(AUDIBLE):
         reply.pop(0)  # the synthesised line's leading silence would add to the agent's delay
-    agent = Agent(delay, reply=reply, quiet_frames=40)
+    quiet = 40
+    if delay < quiet * 0.02:
+        # The agent knows the caller is done only after its quiet frames: a shorter delay is not kept.
+        raise SystemExit(f"--through target needs --delay of at least {quiet * 0.02:g}s (the agent's quiet)")
+    agent = Agent(delay, reply=reply, quiet_frames=quiet)
     # pass-through: no STT of the agent (its words are not what is measured)
     config = parse_target(
         {"type": "sip", "to": await agent.open(), "idle": "1s", "transcript_source": "agent"}
