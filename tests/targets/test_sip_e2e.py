@@ -28,7 +28,7 @@ tests:
         - wait_for: "press one for returns"
         - dtmf: "1"
         - wait_for: "you can return shoes within"
-        - say: "Can you give me my code please?"
+        - say: "Can you give me my code number please?"
         - say: "Thank you, bye."
     assert:
       - {{ contains: "shoe shop", on_turn: 1 }}
