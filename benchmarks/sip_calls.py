@@ -91,6 +91,15 @@ class Agent:
             due += 0.02
             await asyncio.sleep(max(0.0, due - loop.time()))
 
+    def _start_reply(self, rtp: RtpStream) -> None:
+        """The reply's first frame goes out when it is due, the rest on the tick (waiting for the next
+        tick would add up to 20 ms to the agent's known delay)."""
+        rtp.send(self.reply[0])
+        if len(self.reply) > 1:
+            self.speaking[rtp] = len(self.reply) - 1
+        else:
+            self.replying.discard(rtp)
+
     async def _answer(self, invite: SipMessage, peer: Peer) -> None:
         loop = asyncio.get_running_loop()
         talk = {"loud": 0, "quiet": 0, "last": 0.0}
@@ -104,7 +113,7 @@ class Agent:
                     talk["loud"] = 0
                     self.replying.add(rtp)
                     wait = max(0.0, talk["last"] + 0.02 + self.delay - loop.time())
-                    loop.call_later(wait, self.speaking.__setitem__, rtp, len(self.reply))
+                    loop.call_later(wait, self._start_reply, rtp)
 
         rtp = await RtpStream.open("127.0.0.1", on_audio=heard, on_digit=lambda d: None)
         local = NameAddr.parse(invite.get("to"))
