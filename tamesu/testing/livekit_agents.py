@@ -51,6 +51,8 @@ class AgentLog:
     """Loop time the caller's speech ended as the agent heard it (its last loud frame arrived),
     before each answer; the answer's audio starts ``delay`` after it."""
     barged: int = 0
+    errors: list[str] = field(default_factory=list)
+    """Answers that could not be said (the room closed under them)."""
     joined: asyncio.Event = field(default_factory=asyncio.Event)
     left: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -195,7 +197,10 @@ def voice_agent(
                 text = result.text.strip()
             log.heard.append(text)
             log.quiet_at.append(quiet_at)
-            await speak(reply(text), at=quiet_at + delay)
+            try:
+                await speak(reply(text), at=quiet_at + delay)
+            except Exception as exc:  # the room closed under the answer (the call ended): nothing to say to
+                log.errors.append(f"answer: {exc}")
 
         async def hear(track: Any) -> None:
             stream = rtc.AudioStream(track, sample_rate=RATE, num_channels=1)

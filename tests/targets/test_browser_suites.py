@@ -6,7 +6,6 @@ all against the web shop on loopback and the scripted model server."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,14 @@ pytest.importorskip("playwright.async_api", reason="pip install 'tamesu[browser]
 from tamesu.extras import chromium_path
 from tamesu.kernel.events import BrowserMocked, BrowserRecording
 from tamesu.runner.api import run_async
-from tamesu.targets.browser_session import close_shared_browsers, shared_browser
+from tamesu.targets.browser_session import shared_browser
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
-from tamesu.testing.web_shop import WebShop, serve_web_shop
+from tamesu.testing.web_shop import WebShop
 
-from .conftest import Harness, Serve, load_demo_agent
-from .test_browser import Page, events_of, steps_of
+from .conftest import Harness
+from .test_browser import Page, events_of, shop, steps_of
+
+__all__ = ["shop"]  # the web shop fixture of the browser tests
 
 try:
     chromium_path()
@@ -30,15 +31,6 @@ except Exception:
     pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def shop(serve: Serve) -> AsyncIterator[tuple[WebShop, str]]:
-    agent = await serve(load_demo_agent().create_app())
-    shop = WebShop(agent)
-    async with serve_web_shop(shop=shop) as url:
-        yield shop, url
-    await close_shared_browsers()
 
 
 PROBE = """(async () => {
