@@ -27,7 +27,6 @@ import asyncio
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,18 +63,6 @@ def serve_agent() -> None:
             await asyncio.Event().wait()
 
     asyncio.run(main())
-
-
-def start_agent() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve-agent"], stdout=subprocess.PIPE, text=True, bufsize=1
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise SystemExit(f"the benchmark agent did not start: {line!r}")
-    return proc, line.removeprefix("listening on ")
 
 
 async def sdk(url: str, conversations: int, concurrency: int) -> dict[str, float]:
@@ -167,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import conversations as rest
 
-    a2a_agent, a2a_url = start_agent()
+    a2a_agent, a2a_url = rest.start_agent(__file__)
     rest_agent, rest_url = rest.start_agent()
     runs = Path(
         tempfile.mkdtemp(prefix="tamesu-bench-a2a-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None)

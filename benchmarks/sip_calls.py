@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from tamesu.audio.codec import ulaw_decode, ulaw_encode
-from tamesu.sip.call import SipCall, peer_of
+from tamesu.sip.call import SipCall, callee_ends, peer_of
 from tamesu.sip.message import NameAddr, SipMessage, SipUri
 from tamesu.sip.rtp import RtpStream
 from tamesu.sip.transport import Peer
@@ -116,16 +116,8 @@ class Agent:
                     loop.call_later(wait, self._start_reply, rtp)
 
         rtp = await RtpStream.open("127.0.0.1", on_audio=heard, on_digit=lambda d: None)
-        local = NameAddr.parse(invite.get("to"))
-        local.params["tag"] = new_tag()
-        call = SipCall(
-            self.ua,
-            rtp,
-            peer=peer,
-            call_id=invite.call_id,
-            local=local,
-            remote=NameAddr.parse(invite.get("from")),
-        )
+        local, remote = callee_ends(invite)
+        call = SipCall(self.ua, rtp, peer=peer, call_id=invite.call_id, local=local, remote=remote)
         self.calls.append(call)
         await call.answer(invite, peer)
 

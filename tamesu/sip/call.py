@@ -25,7 +25,7 @@ from .sdp import CODECS, MediaOffer, answer_direction, build_sdp, parse_sdp
 from .transport import Peer
 from .ua import T1, UserAgent, new_tag
 
-__all__ = ["Credentials", "EndReason", "SipCall", "peer_of"]
+__all__ = ["Credentials", "EndReason", "SipCall", "callee_ends", "peer_of"]
 
 EndReason = Literal["agent", "caller", "timeout", "error", "no_answer", "busy"]
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, REFER, NOTIFY, UPDATE, INFO"
@@ -43,6 +43,13 @@ def peer_of(uri: SipUri, transport: str | None = None) -> Peer:
     """Where a request for ``uri`` goes: its host and port (5060, or 5061 over TLS) and transport."""
     t = (transport or uri.transport).lower()
     return Peer(t, uri.host, uri.port or (5061 if t == "tls" else 5060))
+
+
+def callee_ends(invite: SipMessage) -> tuple[NameAddr, NameAddr]:
+    """(local, remote) of the dialog that answers ``invite``: its To with a new tag, its From."""
+    local = NameAddr.parse(invite.get("to"))
+    local.params["tag"] = new_tag()
+    return local, NameAddr.parse(invite.get("from"))
 
 
 class SipCall:

@@ -203,7 +203,7 @@ class SipAdapter(TargetAdapter):
 
     async def _await_call(self) -> None:
         """Listen, have the trigger make the agent call, and answer its INVITE."""
-        from tamesu.sip.message import NameAddr
+        from tamesu.sip.call import callee_ends
         from tamesu.sip.ua import new_tag
 
         host = self._setting("bind") or "127.0.0.1"
@@ -228,9 +228,7 @@ class SipAdapter(TargetAdapter):
         except asyncio.TimeoutError:
             self.report_end("no_answer", f"the agent did not call {uri} within {ring:g}s")
             return
-        remote = NameAddr.parse(invite.get("from"))
-        local = NameAddr.parse(invite.get("to"))
-        local.params["tag"] = new_tag()
+        local, remote = callee_ends(invite)
         call = await self._new_call(peer, call_id=invite.call_id, local=local, remote=remote)
         self._trace("received", invite)  # it came before its call existed
         await call.answer(invite, peer)

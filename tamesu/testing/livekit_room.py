@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from livekit.protocol import models
@@ -48,6 +48,19 @@ class Member:
     @property
     def identity(self) -> str:
         return self.info.identity
+
+    def describe(self, *, metadata: str, name: str, attributes: Mapping[str, str]) -> None:
+        """Apply a metadata update (the participant's own or the room service's): empty values keep
+        metadata and name; an attribute set to "" is removed."""
+        if metadata:
+            self.info.metadata = metadata
+        if name:
+            self.info.name = name
+        for key, value in attributes.items():
+            if value:
+                self.info.attributes[key] = value
+            else:
+                self.info.attributes.pop(key, None)
 
 
 class Room:

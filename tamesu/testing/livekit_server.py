@@ -248,15 +248,7 @@ class LivekitServer:
             await member.send(proto.SignalResponse(pong=req.ping))
         elif kind == "update_metadata":
             update = req.update_metadata
-            if update.metadata:
-                member.info.metadata = update.metadata
-            if update.name:
-                member.info.name = update.name
-            for key, value in update.attributes.items():
-                if value:
-                    member.info.attributes[key] = value
-                else:
-                    member.info.attributes.pop(key, None)
+            member.describe(metadata=update.metadata, name=update.name, attributes=update.attributes)
             await room.update(member)
         elif kind == "leave":
             await room.leave(member)

@@ -98,15 +98,7 @@ def _methods(server: LivekitServer) -> dict[str, tuple[type[Message], Handler]]:
         member = room.members.get(req.identity)
         if member is None:
             raise TwirpError("not_found", f"participant {req.identity} is not in the room", 404)
-        if req.metadata:
-            member.info.metadata = req.metadata
-        if req.name:
-            member.info.name = req.name
-        for key, value in req.attributes.items():
-            if value:
-                member.info.attributes[key] = value
-            else:
-                member.info.attributes.pop(key, None)
+        member.describe(metadata=req.metadata, name=req.name, attributes=req.attributes)
         await room.update(member)
         return member.info
 

@@ -26,11 +26,11 @@ from tamesu.audio.codec import ulaw_decode, ulaw_encode
 from tamesu.audio.engines import get_stt, get_tts
 from tamesu.audio.tts import Audio
 from tamesu.audio.vad import TurnDetector
-from tamesu.sip.call import SipCall
-from tamesu.sip.message import NameAddr, SipMessage
+from tamesu.sip.call import SipCall, callee_ends
+from tamesu.sip.message import SipMessage
 from tamesu.sip.rtp import RtpStream
 from tamesu.sip.transport import Peer
-from tamesu.sip.ua import UserAgent, new_tag
+from tamesu.sip.ua import UserAgent
 
 __all__ = ["GREETING", "SipVoiceAgent", "reply_to"]
 
@@ -158,16 +158,8 @@ class SipVoiceAgent:
         line = AgentCall(self)
         self.calls.append(line)
         rtp = await RtpStream.open(self.host, on_audio=line.hear, on_digit=line.pressed)
-        local = NameAddr.parse(invite.get("to"))
-        local.params["tag"] = new_tag()
-        call = SipCall(
-            self.ua,
-            rtp,
-            peer=peer,
-            call_id=invite.call_id,
-            local=local,
-            remote=NameAddr.parse(invite.get("from")),
-        )
+        local, remote = callee_ends(invite)
+        call = SipCall(self.ua, rtp, peer=peer, call_id=invite.call_id, local=local, remote=remote)
         line.call = call
         if await call.answer(invite, peer):
             line.spawn(line.play())
