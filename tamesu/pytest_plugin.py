@@ -18,6 +18,7 @@ Loaded by its ``pytest11`` entry point; without ``--tamesu`` it only adds its op
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,7 +146,9 @@ class TamesuItem(pytest.Item):
         if verdict is not None:
             lines.append(f"  verdict: {verdict.verdict} ({verdict.pass_count})")
         if result.run_dir is not None and run.transcript_file:
-            lines.append(f"  transcript: {result.run_dir / run.transcript_file}")
+            lines.append(
+                f"  transcript: tamesu show --run-dir {shlex.quote(str(result.run_dir))} {shlex.quote(run.run_id)}"
+            )
         raise TamesuRunFailed("\n".join(lines))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

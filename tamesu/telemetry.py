@@ -156,11 +156,8 @@ def _run_span(tracer: Any, context: Any, run: RunResult, transcript: Transcript 
 
 
 def _transcript(run_dir: Path | None, run: RunResult) -> Transcript | None:
-    if run_dir is None or not run.transcript_file:
+    if run_dir is None:
         return None
-    from tamesu.kernel.transcript import Transcript
+    from tamesu.runner.results import read_transcript
 
-    try:
-        return Transcript.from_json((run_dir / run.transcript_file).read_bytes())
-    except (OSError, ValueError):
-        return None
+    return read_transcript(run_dir, run)

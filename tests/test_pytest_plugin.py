@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -60,6 +61,7 @@ def test_verdicts_are_pytest_outcomes(suites: pytest.Pytester) -> None:
     result.assert_outcomes(passed=3, failed=1, xfailed=2)
     text = result.stdout.str()
     assert "contains: expected 'thanks'" in text and "\x1b" not in text
+    assert re.search(r"transcript: tamesu show --run-dir \S+ \S+", text)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 

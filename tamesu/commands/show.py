@@ -16,9 +16,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run-dir", metavar="DIR", help="the run directory, or its name (default: the latest run)"
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run's stored transcript as JSON (one line, as kept in transcripts.jsonl)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
+    import msgspec
+
     from tamesu.reports.rundir import RunDirectory, resolve_run_dir
     from tamesu.reports.show import render_run
     from tamesu.untrusted import printable
@@ -34,6 +43,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {printable(r.run_id)}  ({r.outcome})", file=sys.stderr)
         return EXIT_CONFIG
     result = found[0]
+    if args.json:
+        transcript = directory.transcript(result)
+        if transcript is None:
+            print(f"tamesu: {printable(result.run_id)} has no readable transcript", file=sys.stderr)
+            return EXIT_CONFIG
+        # ASCII only: C1 controls and bidi overrides an agent sent stay escapes on a terminal too
+        sys.stdout.write(json.dumps(msgspec.to_builtins(transcript), ensure_ascii=True) + "\n")
+        return EXIT_OK
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)
     color = bool(getattr(args, "use_color", False))
     sys.stdout.write(render_run(result, directory.transcript(result), color=color, width=width))

@@ -98,6 +98,10 @@ class RunResult(msgspec.Struct, kw_only=True):
     tags: list[str] = msgspec.field(default_factory=list)
     metrics: dict[str, float] = msgspec.field(default_factory=dict)
     transcript_file: str | None = None
+    """Where the attempt's redacted transcript is, relative to the run directory: the transcript log
+    ``transcripts.jsonl`` (format 3), or a file of its own under ``transcripts/`` (formats 1-2)."""
+    transcript_span: tuple[int, int] | None = None
+    """(offset, length) of the transcript's line in the log; None: the file holds it alone."""
     quarantine: str | None = None
     turns: int = 0
     findings: list[Finding] = msgspec.field(default_factory=list)

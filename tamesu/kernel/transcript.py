@@ -26,9 +26,10 @@ __all__ = [
     "check_format",
 ]
 
-FORMAT = 2
+FORMAT = 3
 """The results format this tamesu writes: results.jsonl records and transcripts carry it. Format 1
-is what came before versions were written (a record or transcript without ``format``)."""
+is what came before versions were written (a record or transcript without ``format``); format 2
+kept each transcript in a file of its own, format 3 appends them to one log (``transcript_span``)."""
 
 
 class ToolCallRecord(msgspec.Struct, kw_only=True):
@@ -129,6 +130,10 @@ class Transcript(msgspec.Struct, kw_only=True):
         if version == FORMAT:
             return _DECODER.decode(data)
         check_format(version, "transcript")
+        if version >= 2:  # format 3 changed where transcripts are kept, not what they hold
+            transcript = _DECODER.decode(data)
+            transcript.format = FORMAT
+            return transcript
         raw = msgspec.json.decode(data)
         events = raw.get("events") if isinstance(raw, dict) else None
         raw["events"] = [upgrade_event(e) for e in events or () if isinstance(e, dict)]

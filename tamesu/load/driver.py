@@ -345,13 +345,16 @@ class LoadDriver:
     def _persist(self, batch: list[_Pending]) -> None:
         store = self.store
         assert store is not None
+        store.append_transcripts(
+            [
+                (item.result, store.transcript_line(item.transcript, self.redactor))
+                for item in batch
+                if item.transcript is not None
+            ]
+        )
         lines: list[bytes] = []
         calls: list[bytes] = []
         for item in batch:
-            if item.transcript is not None:
-                item.result.transcript_file = store.write_transcript(
-                    item.result, item.transcript, self.redactor
-                )
             lines.append(json_bytes(item.result) + b"\n")
             calls.append(json_bytes(item.sample) + b"\n")
         store.append_lines("results.jsonl", b"".join(lines))

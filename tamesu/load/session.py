@@ -2,7 +2,7 @@
 
 Loading, planning and secrets are exactly ``tamesu run``'s (the same helpers), so a call under load
 is graded as the same test would be in a plain run. The run directory is a normal one (results.jsonl,
-transcripts/) plus calls.jsonl, load.json (the checkpoint) and load-report.json.
+transcripts.jsonl) plus calls.jsonl, load.json (the checkpoint) and load-report.json.
 """
 
 from __future__ import annotations

@@ -69,14 +69,13 @@ def _rule(rule_id: str, severity: str | None) -> dict[str, Any]:
 
 
 def _conversation(result: RunResult, run_dir: Path | None, redactor: Redactor | None) -> str:
-    from tamesu.kernel.transcript import Transcript
+    from tamesu.runner.results import read_transcript
     from tamesu.untrusted import printable
 
     if run_dir is None or not result.transcript_file:
         return "(no transcript)"
-    try:
-        transcript = Transcript.from_json((run_dir / result.transcript_file).read_bytes())
-    except (OSError, ValueError):
+    transcript = read_transcript(run_dir, result)
+    if transcript is None:
         return "(transcript unreadable)"
     tactics = {e.turn: e.tactic for e in transcript.events if isinstance(e, Tactic)}
     lines = []

@@ -256,14 +256,12 @@ class ConsoleReporter(Reporter):
 
 
 def _load_turns(r: RunResult, run_dir: Path | None) -> list[Turn]:
-    if not r.transcript_file or run_dir is None:
+    if run_dir is None:
         return []
-    from tamesu.kernel.transcript import Transcript
+    from tamesu.runner.results import read_transcript
 
-    try:
-        return Transcript.from_json((run_dir / r.transcript_file).read_bytes()).turns
-    except (OSError, ValueError):
-        return []
+    transcript = read_transcript(run_dir, r)
+    return transcript.turns if transcript is not None else []
 
 
 def _shown(path: Path) -> str:

@@ -1,7 +1,7 @@
 """A finished (or interrupted) run directory read back for people: ``tamesu report`` and ``tamesu show``.
 
 Everything comes from the files a run leaves (settings.json, summary.json, results.jsonl,
-transcripts/, recordings/, load-report.json), so a report can be made later, elsewhere, from a
+transcripts.jsonl, recordings/, load-report.json), so a report can be made later, elsewhere, from a
 CI artifact. A run that never wrote summary.json (interrupted, or still going) is read from its
 results alone, and says so.
 """
@@ -14,17 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import UsageError
-from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
+from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir, read_transcript
 from tamesu.runner.verdict import final_results
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
     from tamesu.kernel.transcript import Transcript
 
-__all__ = ["MAX_TRANSCRIPT_BYTES", "RunDirectory", "TestRow", "resolve_run_dir"]
-
-MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
-"""A transcript file larger than this is not read (the agent is untrusted; its output is bounded)."""
+__all__ = ["RunDirectory", "TestRow", "resolve_run_dir"]
 
 
 def resolve_run_dir(arg: str | Path | None, *, cwd: Path | None = None) -> Path:
@@ -145,18 +142,8 @@ class RunDirectory:
         return rows
 
     def transcript(self, result: RunResult) -> Transcript | None:
-        """The run's transcript, or None when it has none or the file is missing, unreadable or too big."""
-        if not result.transcript_file:
-            return None
-        from tamesu.kernel.transcript import Transcript
-
-        path = self.inside(result.transcript_file)
-        try:
-            if path is None or path.stat().st_size > MAX_TRANSCRIPT_BYTES:
-                return None
-            return Transcript.from_json(path.read_bytes())
-        except (OSError, ValueError):
-            return None
+        """The run's transcript, or None when it has none or it is missing, unreadable or too big."""
+        return read_transcript(self.dir, result)
 
     def inside(self, relative: str) -> Path | None:
         """A path named by a run's files, only when it stays inside the run directory."""

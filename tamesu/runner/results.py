@@ -3,14 +3,19 @@
     tamesu-runs/20250101-120000-support-1a2b3c/
         settings.json     what was asked (command line, suites, options; never a secret value)
         results.jsonl     one RunResult per line, flushed and fsync'd as each attempt ends
-        transcripts/      one redacted Transcript per attempt
-                          (records and transcripts carry the results format: ``format``)
+        transcripts.jsonl the transcript log: one redacted Transcript per attempt, a line each,
+                          found from its result (``transcript_span``: offset and length);
+                          records and transcripts carry the results format (``format``)
         summary.json      written at the end (verdicts, counts, exit code)
     tamesu-runs/latest -> 20250101-120000-support-1a2b3c
 
 A crash or a Ctrl-C loses nothing that finished, and ``tamesu run --resume`` reads results.jsonl
 to redo only the runs without a final result. What keeps the files whole (a torn last line, two
 invocations at once) is in ``durable``.
+
+Transcripts go to one log rather than a file each: a new file costs the kernel 0.03-1 ms on ext4,
+more than the rest of a short text run's bookkeeping (benchmarks/conversations.py). A run
+directory of formats 1-2 (``transcripts/NAME.json`` a run) is still read and resumed.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from tamesu.kernel.outcome import RunResult
 from tamesu.kernel.transcript import FORMAT, check_format
 from tamesu.runner.durable import RunDirLock, append_lines, mend_tail
 from tamesu.runner.verdict import final_results, run_key
-from tamesu.untrusted import json_bytes, safe_name
+from tamesu.untrusted import json_bytes
 
 if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
@@ -42,15 +47,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_OUTPUT",
+    "TRANSCRIPT_LOG",
     "ResultWriter",
     "ResultsStore",
     "latest_run_dir",
     "output_dir",
+    "read_transcript",
     "redact_result",
 ]
 
 DEFAULT_OUTPUT = "tamesu-runs"
 LATEST = "latest"
+TRANSCRIPT_LOG = "transcripts.jsonl"
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+"""A transcript larger than this is not read back (the agent is untrusted; its output is bounded)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+-[0-9a-f]{6}$")
 
@@ -98,11 +108,12 @@ class ResultsStore:
         if len(suites) > 1:
             label += f"+{len(suites) - 1}"
         directory = Path(output) / f"{stamp}-{label}-{uuid.uuid4().hex[:6]}"
-        (directory / "transcripts").mkdir(parents=True)
+        directory.mkdir(parents=True)
         store = cls(directory)
         store.lock()
         store.write_json("settings.json", settings)
         (directory / "results.jsonl").touch()
+        (directory / TRANSCRIPT_LOG).touch()
         store.mark_latest()
         return store
 
@@ -118,7 +129,6 @@ class ResultsStore:
         """Take the directory for this invocation: lock it (a UsageError when another holds it) and
         mend the torn last line a crash may have left in each of its JSON-lines files."""
         self.lock()
-        (self.dir / "transcripts").mkdir(exist_ok=True)
         for path in sorted(self.dir.glob("*.jsonl")):
             note = mend_tail(path)
             if note is not None:
@@ -153,23 +163,33 @@ class ResultsStore:
             if note is not None:
                 self.notes.append(note)
 
-    def write_transcript(self, result: RunResult, transcript: Transcript, redactor: Redactor | None) -> str:
-        """Write one attempt's transcript (redacted); returns its path relative to the run directory."""
-        name = safe_name(result.run_id, key=run_key(result.suite, result.run_id))
-        if result.attempt > 1:
-            name += f".{result.attempt}"
-        rel = f"transcripts/{name}.json"
+    def write_transcript(self, result: RunResult, transcript: Transcript, redactor: Redactor | None) -> None:
+        """Append one attempt's transcript (redacted) to the log; ``result`` is told where it is."""
+        self.append_transcripts([(result, self.transcript_line(transcript, redactor))])
+
+    @staticmethod
+    def transcript_line(transcript: Transcript, redactor: Redactor | None) -> bytes:
+        """The transcript as one JSON line of the log, every secret value replaced."""
         data = json_bytes(transcript)
         if redactor and redactor.found_in_json(data):
             data = json_bytes(redactor.redact_obj(msgspec.to_builtins(transcript)))
-        fd = os.open(self._prefix + rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        return rel
+        return data + b"\n"
+
+    def append_transcripts(self, items: Sequence[tuple[RunResult, bytes]]) -> None:
+        """Append transcript lines (``transcript_line``) to the log with one write, durable when it
+        returns (so no result on disk points past the log's end); each result gets its place."""
+        if not items:
+            return
+        with self._lock:
+            path = self._prefix + TRANSCRIPT_LOG
+            note = append_lines(path, b"".join(line for _, line in items))
+            if note is not None:
+                self.notes.append(note)
+            offset = os.stat(path).st_size - sum(len(line) for _, line in items)
+        for result, line in items:
+            result.transcript_file = TRANSCRIPT_LOG
+            result.transcript_span = (offset, len(line) - 1)
+            offset += len(line)
 
     def results(self) -> list[RunResult]:
         """Every attempt recorded so far; a line cut short by a crash is skipped. Records of
@@ -227,8 +247,8 @@ class ResultsStore:
 class ResultWriter:
     """Makes finished attempts durable from one worker thread, off the event loop.
 
-    Each transcript goes to its own file; then every result waiting at that moment is appended
-    with one write and one fsync, so runs that finish together share the fsync. ``write``
+    The transcripts of every run waiting at that moment are appended to the log with one write
+    and one fsync, then their results likewise, so runs that finish together share the fsyncs. ``write``
     returns only once its result is on disk, so a result counts as done only when it is durable.
     """
 
@@ -295,14 +315,22 @@ class ResultWriter:
 
     def _flush(self, batch: list[_Job]) -> None:
         started = time.thread_time()
-        errors: list[BaseException | None] = []
-        for result, transcript, _, _ in batch:
+        errors: list[BaseException | None] = [None] * len(batch)
+        lines: list[tuple[RunResult, bytes]] = []
+        written: list[int] = []
+        for i, (result, transcript, _, _) in enumerate(batch):
+            if transcript is None:
+                continue
             try:
-                if transcript is not None:
-                    result.transcript_file = self.store.write_transcript(result, transcript, self.redactor)
-                errors.append(None)
+                lines.append((result, self.store.transcript_line(transcript, self.redactor)))
+                written.append(i)
             except Exception as exc:
-                errors.append(exc)
+                errors[i] = exc
+        try:
+            self.store.append_transcripts(lines)
+        except Exception as exc:
+            for i in written:
+                errors[i] = exc
         try:
             self.store.append_many([job[0] for job, error in zip(batch, errors) if error is None])
         except Exception as exc:
@@ -329,6 +357,34 @@ def _settle(items: list[tuple[asyncio.Future[None], BaseException | None]]) -> N
             done.set_result(None)
         else:
             done.set_exception(error)
+
+
+def read_transcript(run_dir: Path | str, result: RunResult) -> Transcript | None:
+    """The attempt's transcript, or None when it has none, or its file is missing, unreadable, too
+    big, outside the run directory, or (in the log) not this run's."""
+    if not result.transcript_file:
+        return None
+    from tamesu.kernel.transcript import Transcript
+
+    base = Path(run_dir).resolve()
+    path = (base / result.transcript_file).resolve()
+    if not path.is_relative_to(base):
+        return None
+    span = result.transcript_span
+    try:
+        if span is None:
+            if path.stat().st_size > MAX_TRANSCRIPT_BYTES:
+                return None
+            return Transcript.from_json(path.read_bytes())
+        offset, length = span
+        if not 0 <= length <= MAX_TRANSCRIPT_BYTES or offset < 0:
+            return None
+        with open(path, "rb") as log:
+            log.seek(offset)
+            transcript = Transcript.from_json(log.read(length))
+    except (OSError, ValueError):
+        return None
+    return transcript if transcript.run_id == result.run_id else None
 
 
 def latest_run_dir(output: Path | str, *, suite_paths: Iterable[str] | None = None) -> Path | None:

@@ -16,6 +16,8 @@ from aiohttp import web
 from tamesu.runner.api import run_async
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 
+from ..stored import stored_transcripts
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +92,7 @@ async def test_model_plays_the_user_and_the_cache_replays(demo: str, tmp_path: P
         first = await run_async([suite], output=tmp_path / "runs", cache=True)
         assert first.exit_code == 0, [r.assertions for r in first.results]
         (result,) = first.results
-        transcript = json.loads(Path(first.run_dir, "transcripts").glob("*.json").__next__().read_text())
+        transcript = stored_transcripts(first.run_dir)[0]
         user = [t for t in transcript["turns"] if t["role"] == "user"]
         assert user[0]["source"] == "simulator" and user[0]["reasoning"] == "ask"
         assert "40 days" in user[0]["text"]
@@ -169,7 +171,7 @@ async def test_extract_capture_is_copied_by_the_model_and_used_later(demo: str, 
         suite.write_text(EXTRACT_SUITE.replace("{url}", demo))
         result = await run_async([suite], output=tmp_path / "runs")
         assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results]
-        transcript = json.loads(next(Path(result.run_dir, "transcripts").glob("*.json")).read_text())
+        transcript = stored_transcripts(result.run_dir)[0]
         assert transcript["captures"] == {"order": "ORD-1234"}
         assert [t["text"] for t in transcript["turns"] if t["role"] == "user"][1] == "Thanks, ORD-1234 it is"
         assert "Your order ORD-1234" in server.requests[0]["messages"][-1]["content"]

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from ..stored import stored_lines
+
 pytestmark = pytest.mark.integration
 
 HOSTILE = (
@@ -126,7 +128,7 @@ async def test_hostile_replies_end_in_verdicts_reports_and_escaped_files(agent: 
     run_dir = next((tmp_path / "tamesu-runs").glob("*-hostile-*"))
     lines = (run_dir / "results.jsonl").read_bytes().splitlines()
     assert len(lines) == 4 and all(json.loads(line)["outcome"] in ("passed", "failed") for line in lines)
-    stored = {p.name: p.read_bytes() for p in (run_dir / "transcripts").iterdir()}
+    stored = {json.loads(line)["run_id"]: line for line in stored_lines(run_dir)}
     assert len(stored) == 4
     plain = json.loads(next(v for k, v in stored.items() if k.startswith("plain")))
     agent_turn = plain["turns"][-1]

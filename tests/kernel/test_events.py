@@ -10,7 +10,7 @@ import pytest
 
 from tamesu.errors import UsageError
 from tamesu.kernel import events as ev
-from tamesu.kernel.transcript import FORMAT, Transcript
+from tamesu.kernel.transcript import FORMAT, Transcript, Turn
 
 pytestmark = pytest.mark.unit
 
@@ -69,7 +69,15 @@ def test_every_event_survives_a_transcript_file_and_a_process_boundary(event: ev
 
 
 def test_a_transcript_file_says_its_results_format() -> None:
-    assert json.loads(Transcript(run_id="r").to_json())["format"] == FORMAT == 2
+    assert json.loads(Transcript(run_id="r").to_json())["format"] == FORMAT == 3
+
+
+def test_a_format_2_transcript_reads_as_it_was_written() -> None:
+    written = Transcript(run_id="r", turns=[Turn(role="agent", text="hi")], events=[SAMPLES[0]])
+    old = json.loads(written.to_json())
+    old["format"] = 2
+    read = Transcript.from_json(json.dumps(old))
+    assert read.format == FORMAT and read.turns == written.turns and read.events == written.events
 
 
 UNVERSIONED = {
@@ -111,9 +119,9 @@ def test_an_upgraded_transcript_is_written_in_this_format() -> None:
 
 def test_a_transcript_of_a_newer_format_is_refused_by_name() -> None:
     with pytest.raises(
-        UsageError, match="newer tamesu \\(results format 3\\); this one reads formats up to 2"
+        UsageError, match="newer tamesu \\(results format 4\\); this one reads formats up to 3"
     ):
-        Transcript.from_json(json.dumps({"format": 3, "run_id": "r", "events": [{"type": "warp"}]}))
+        Transcript.from_json(json.dumps({"format": 4, "run_id": "r", "events": [{"type": "warp"}]}))
 
 
 def test_an_unversioned_event_keeps_what_its_class_has_no_field_for_in_its_details() -> None:

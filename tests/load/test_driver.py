@@ -16,7 +16,7 @@ from tamesu.actors.services import RunServices
 from tamesu.load import LoadProfile
 from tamesu.load.driver import CALLS_FILE, CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
 from tamesu.load.session import LoadRequest, prepare_load
-from tamesu.runner.results import ResultsStore
+from tamesu.runner.results import ResultsStore, read_transcript
 from tamesu.runner.verdict import final_results
 
 from .agents import FaultAgent, closed_port, serve_fault_agent, write_suite
@@ -114,7 +114,8 @@ async def test_retryable_errors_are_retried_per_retries_and_recorded_durably(
         (2, True, "passed"): 4,
     }
     assert len(read_samples(store.dir)) == 8
-    assert all((store.dir / r.transcript_file).is_file() for r in attempts if r.transcript_file)
+    kept = [read_transcript(store.dir, r) for r in attempts if r.transcript_file]
+    assert len(kept) == 8 and all(t is not None for t in kept)
     checkpoint = json.loads((store.dir / CHECKPOINT_FILE).read_text())["checkpoint"]
     assert checkpoint["next_index"] == 4
 

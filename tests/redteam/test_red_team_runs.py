@@ -17,6 +17,7 @@ from tamesu.runner.api import run_async
 from tamesu.runner.invocation import InvocationResult
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 
+from ..stored import stored_transcript
 from .agents import serve_agent
 
 pytestmark = pytest.mark.integration
@@ -60,7 +61,7 @@ def findings(result: InvocationResult) -> dict[str, list[Any]]:
 def transcript(result: InvocationResult, test_id: str) -> dict[str, Any]:
     (run,) = [r for r in result.results if r.test_id == test_id]
     assert result.run_dir is not None and run.transcript_file
-    return json.loads((result.run_dir / run.transcript_file).read_text())  # type: ignore[no-any-return]
+    return stored_transcript(result.run_dir, run)
 
 
 async def test_the_sound_agent_gives_no_finding_offline(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ under cafe noise, keys DTMF in-band; the transcript and the recording show it.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from tamesu.redteam.registry import get_playbook
 from tamesu.runner.api import run_async
 from tamesu.voice.recording import read_recording
 
+from ..stored import stored_transcript
 from ..voice.peers import AgentScript, Calls, calls
 
 __all__ = ["calls"]
@@ -51,7 +51,7 @@ tests: []
 
 
 def transcript(run_dir: Path, result: Any) -> dict[str, Any]:
-    return json.loads((run_dir / result.transcript_file).read_text())  # type: ignore[no-any-return]
+    return stored_transcript(run_dir, result)
 
 
 async def test_each_voice_tactic_happens_on_the_call(calls: Calls, tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def invocation(tmp_path: Path, redactor: Redactor) -> InvocationResult:
             Turn(role="agent", text=f"yes, within 90 days (token {SECRET})"),
         ],
     )
-    failing.transcript_file = store.write_transcript(failing, transcript, redactor)
+    store.write_transcript(failing, transcript, redactor)
     tests = [
         TestVerdict(
             "support",

@@ -155,7 +155,7 @@ def voice_run(root: Path) -> Path:
         turns=2,
         metrics=dict(transcript.metrics),
     )
-    result.transcript_file = store.write_transcript(result, transcript, None)
+    store.write_transcript(result, transcript, None)
     store.append(result)
     from tamesu.reports.json_report import summary
 
@@ -171,17 +171,26 @@ def voice_run(root: Path) -> Path:
 
 def unversioned(run_dir: Path) -> None:
     """Rewrite a run directory as a tamesu without a results format wrote it: no ``format`` in
-    results.jsonl or the transcripts, events as plain objects (None fields left out), and one
-    event of a type this tamesu does not know."""
+    results.jsonl or the transcripts, each transcript in a file of its own under transcripts/,
+    events as plain objects (None fields left out), and one event of a type this tamesu does not
+    know."""
     lines = (run_dir / "results.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines if line.strip()]
-    for record in records:
+    log = run_dir / "transcripts.jsonl"
+    (run_dir / "transcripts").mkdir()
+    for n, record in enumerate(records):
         record.pop("format")
-    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    for path in (run_dir / "transcripts").glob("*.json"):
-        data = json.loads(path.read_text())
+        span = record.pop("transcript_span", None)
+        if span is None:
+            continue
+        with open(log, "rb") as f:
+            f.seek(span[0])
+            data = json.loads(f.read(span[1]))
         data.pop("format")
         events = [{k: v for k, v in e.items() if v is not None} for e in data["events"]]
         events.append({"type": "barge_in_attempt", "at": 1.5, "by": "caller"})
         data["events"] = events
-        path.write_text(json.dumps(data))
+        record["transcript_file"] = f"transcripts/run{n}.json"
+        (run_dir / record["transcript_file"]).write_text(json.dumps(data))
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    log.unlink()

@@ -88,8 +88,9 @@ async def test_secret_is_redacted_everywhere(
         "results.jsonl",
         "settings.json",
         "summary.json",
+        "transcripts.jsonl",
     }
-    transcript = result.run_dir / run.transcript_file  # type: ignore[operator]
+    transcript = result.run_dir / "transcripts.jsonl"  # type: ignore[operator]
     assert "Bearer ***" in transcript.read_text()
     for f in [*files, transcript]:
         assert SECRET not in f.read_text(), f

@@ -19,6 +19,8 @@ from aiohttp import web
 from tamesu.runner.api import run_async
 from tamesu.secrets import Redactor
 
+from ..stored import stored_lines
+
 pytestmark = pytest.mark.integration
 
 SECRET = "sk-live/9f8e+7d6c=5b4a"
@@ -116,7 +118,7 @@ async def test_split_and_encoded_secrets_are_redacted_in_stored_raw_events(
     suite.write_text(SUITE.format(url=leaky))
     result = await run_async([suite], redactor=Redactor(), output=tmp_path / "runs")
     assert result.exit_code == 0, [r.error or r.assertions for r in result.results]
-    stored = [p.read_text(encoding="utf-8") for p in (result.run_dir / "transcripts").iterdir()]  # type: ignore[operator]
+    stored = [line.decode("utf-8") for line in stored_lines(result.run_dir)]  # type: ignore[arg-type]
     assert len(stored) == 2
     secret_forms = {
         "the secret": SECRET,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tamesu.cli import main
+from tamesu.kernel.transcript import FORMAT
 
 from .runs import shop_agent, shop_run
 
@@ -31,6 +33,19 @@ def test_show_prints_a_transcript_without_the_agents_terminal_sequences(
     assert out.splitlines()[0].startswith("shop / hostile reply  FAILED")
     assert '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">\\x1b[31mred' in out
     assert "FAIL  contains: expected 'thanks'" in out
+
+
+def test_show_json_prints_the_stored_transcript_in_ascii_with_the_agents_bytes_escaped(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["show", "hostile reply", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.isascii() and "\x1b" not in out and out.count("\n") == 1
+    transcript = json.loads(out)
+    assert transcript["run_id"] == "hostile reply" and transcript["format"] == FORMAT
+    agent = [t["text"] for t in transcript["turns"] if t["role"] == "agent"]
+    assert any("\x1b[31mred" in text for text in agent)
 
 
 def test_show_names_the_candidates_when_several_runs_match(

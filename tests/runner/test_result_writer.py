@@ -11,8 +11,10 @@ import pytest
 from tamesu.kernel.outcome import RunResult
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner import results as results_module
-from tamesu.runner.results import ResultsStore, ResultWriter
+from tamesu.runner.results import ResultsStore, ResultWriter, read_transcript
 from tamesu.secrets import Redactor
+
+from ..stored import stored_lines, stored_transcripts
 
 pytestmark = pytest.mark.unit
 
@@ -29,19 +31,19 @@ def result(run_id: str, attempt: int = 1) -> RunResult:
     )
 
 
-def transcript(text: str) -> Transcript:
-    return Transcript(turns=[Turn(role="agent", text=text)])
+def transcript(text: str, run_id: str = "") -> Transcript:
+    return Transcript(run_id=run_id, turns=[Turn(role="agent", text=text)])
 
 
 async def test_each_result_is_on_disk_with_its_transcript_when_write_returns(tmp_path: Path) -> None:
     store = ResultsStore.create(tmp_path, suites=["s"], settings={})
     writer = ResultWriter(store)
     first = result("one")
-    await writer.write(first, transcript("hello"))
+    await writer.write(first, transcript("hello", "one"))
     assert [r.run_id for r in store.results()] == ["one"]
-    assert store.results()[0].transcript_file == first.transcript_file
-    saved = Transcript.from_json((store.dir / first.transcript_file).read_bytes())  # type: ignore[operator]
-    assert saved.turns[0].text == "hello"
+    assert store.results()[0].transcript_span == first.transcript_span is not None
+    saved = read_transcript(store.dir, store.results()[0])
+    assert saved is not None and saved.turns[0].text == "hello"
     await writer.write(result("two"), None)
     assert [(r.run_id, r.transcript_file) for r in store.results()][1] == ("two", None)
     writer.close()
@@ -72,25 +74,44 @@ async def test_results_that_finish_together_share_one_fsync(
         store._lock.release()
     await asyncio.wait_for(asyncio.gather(first, *rest), 5)
     assert sorted(r.run_id for r in store.results()) == [f"r{i}" for i in range(6)]
-    assert len(syncs) == 2
+    assert len(syncs) == 4  # two batches: each syncs the transcript log, then the results
     writer.close()
 
 
 async def test_a_failed_transcript_write_fails_that_write_only(tmp_path: Path) -> None:
     store = ResultsStore.create(tmp_path, suites=["s"], settings={})
     writer = ResultWriter(store)
-    original = store.write_transcript
+    original = store.transcript_line
 
-    def picky(res: RunResult, t: Transcript, redactor: Redactor | None) -> str:
-        if res.run_id == "bad":
-            raise OSError("disk full")
-        return original(res, t, redactor)
+    def picky(t: Transcript, redactor: Redactor | None) -> bytes:
+        if t.run_id == "bad":
+            raise ValueError("cannot be encoded")
+        return original(t, redactor)
 
-    store.write_transcript = picky  # type: ignore[method-assign,assignment]
-    good, bad = writer.write(result("good"), transcript("x")), writer.write(result("bad"), transcript("x"))
+    store.transcript_line = picky  # type: ignore[method-assign]
+    good = writer.write(result("good"), transcript("x", "good"))
+    bad = writer.write(result("bad"), transcript("x", "bad"))
     done = await asyncio.gather(good, bad, return_exceptions=True)
-    assert done[0] is None and isinstance(done[1], OSError)
+    assert done[0] is None and isinstance(done[1], ValueError)
     assert [r.run_id for r in store.results()] == ["good"]
+    assert [t["run_id"] for t in stored_transcripts(store.dir)] == ["good"]
+
+
+async def test_a_failed_log_write_fails_the_writes_it_held_and_no_result_points_into_it(
+    tmp_path: Path,
+) -> None:
+    store = ResultsStore.create(tmp_path, suites=["s"], settings={})
+    writer = ResultWriter(store)
+
+    def full(items: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    store.append_transcripts = full  # type: ignore[method-assign,assignment]
+    spoken = writer.write(result("spoken"), transcript("x", "spoken"))
+    silent = writer.write(result("silent"), None)
+    done = await asyncio.gather(spoken, silent, return_exceptions=True)
+    assert isinstance(done[0], OSError) and done[1] is None
+    assert [r.run_id for r in store.results()] == ["silent"]
     writer.close()
 
 
@@ -100,8 +121,8 @@ async def test_transcripts_are_redacted_and_a_closed_writer_refuses_work(tmp_pat
     redactor.add("tok-SECRET-42")
     writer = ResultWriter(store, redactor)
     res = result("r")
-    await writer.write(res, transcript("your token tok-SECRET-42"))
-    text = (store.dir / res.transcript_file).read_text()  # type: ignore[operator]
+    await writer.write(res, transcript("your token tok-SECRET-42", "r"))
+    text = stored_lines(store.dir)[0].decode()
     assert "tok-SECRET-42" not in text and "your token ***" in text
     writer.close()
     with pytest.raises(RuntimeError):

@@ -6,12 +6,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tamesu.errors import UsageError
 from tamesu.kernel.outcome import RunResult
-from tamesu.kernel.transcript import Transcript, Turn
-from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
+from tamesu.kernel.transcript import FORMAT, Transcript, Turn
+from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir, read_transcript
 from tamesu.runner.verdict import TestVerdict, exit_code, final_results
 from tamesu.secrets import Redactor
 from tamesu.untrusted import safe_name
@@ -43,7 +44,7 @@ def test_run_directory_layout_and_latest_pointer(tmp_path: Path) -> None:
     assert store.dir.parent == tmp_path
     assert store.dir.name.startswith(store.dir.name[:15])
     assert "-support-" in store.dir.name
-    assert (store.dir / "transcripts").is_dir()
+    assert (store.dir / "transcripts.jsonl").read_text() == ""
     assert (store.dir / "results.jsonl").read_text() == ""
     assert store.settings["argv"] == ["tamesu", "run"]
     assert (tmp_path / "latest").resolve() == store.dir.resolve()
@@ -167,18 +168,39 @@ def test_final_results_keeps_the_last_attempt() -> None:
 
 
 @pytest.mark.unit
-def test_transcripts_are_redacted_and_named_per_attempt(tmp_path: Path) -> None:
+def test_transcripts_are_redacted_and_each_attempt_has_its_own_line_in_the_log(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     redactor = Redactor()
     redactor.add("tok-SECRET-42")
     t = Transcript(run_id="refund [late] (es)#2", turns=[Turn(role="agent", text="your token tok-SECRET-42")])
-    first = store.write_transcript(result("refund [late] (es)#2"), t, redactor)
-    second = store.write_transcript(result("refund [late] (es)#2", attempt=2), t, redactor)
-    assert first != second
-    assert first.startswith("transcripts/refund_late_es_2-") and first.endswith(".json")
-    assert second.endswith(".2.json")
-    text = (store.dir / first).read_text()
-    assert "tok-SECRET-42" not in text and "your token ***" in text
+    first, second = result("refund [late] (es)#2"), result("refund [late] (es)#2", attempt=2)
+    store.write_transcript(first, t, redactor)
+    store.write_transcript(second, t, redactor)
+    assert first.transcript_file == second.transcript_file == "transcripts.jsonl"
+    assert first.transcript_span is not None and second.transcript_span is not None
+    assert second.transcript_span[0] == first.transcript_span[0] + first.transcript_span[1] + 1
+    lines = (store.dir / "transcripts.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all("tok-SECRET-42" not in line and "your token ***" in line for line in lines)
+    for attempt in (first, second):
+        read = read_transcript(store.dir, attempt)
+        assert read is not None and read.turns[0].text == "your token ***"
+
+
+@pytest.mark.unit
+def test_a_transcript_is_read_only_where_its_result_says_and_only_if_it_is_that_run(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    a, b = result("a"), result("b")
+    store.write_transcript(a, Transcript(run_id="a"), None)
+    store.write_transcript(b, Transcript(run_id="b"), None)
+    assert a.transcript_span is not None and b.transcript_span is not None
+    wrong = msgspec.structs.replace(a, transcript_span=b.transcript_span)
+    torn = msgspec.structs.replace(a, transcript_span=(a.transcript_span[0] + 3, a.transcript_span[1]))
+    past = msgspec.structs.replace(a, transcript_span=(10**9, 10))
+    huge = msgspec.structs.replace(a, transcript_span=(0, 1 << 40))
+    outside = msgspec.structs.replace(a, transcript_file="../../etc/passwd", transcript_span=None)
+    for bad in (wrong, torn, past, huge, outside):
+        assert read_transcript(store.dir, bad) is None
+    assert read_transcript(store.dir, a) is not None
 
 
 @pytest.mark.unit
@@ -290,16 +312,32 @@ async def test_resume_continues_a_run_directory_written_before_results_had_a_for
         first = await run_async([suite], output=tmp_path / "runs")
         assert first.run_dir is not None
         results = first.run_dir / "results.jsonl"
-        old = [json.loads(line) for line in results.read_text().splitlines()]
-        kept = [{k: v for k, v in r.items() if k != "format"} for r in old if r["test_id"] == "first"]
+        # as an older tamesu left it: no format, the transcript in a file of its own
+        (first.run_dir / "transcripts").mkdir()
+        kept = []
+        for line in results.read_text().splitlines():
+            record = json.loads(line)
+            if record["test_id"] != "first":
+                continue
+            offset, length = record.pop("transcript_span")
+            with open(first.run_dir / record["transcript_file"], "rb") as log:
+                log.seek(offset)
+                (first.run_dir / "transcripts" / "first.json").write_bytes(log.read(length))
+            record["transcript_file"] = "transcripts/first.json"
+            kept.append({k: v for k, v in record.items() if k != "format"})
         results.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        (first.run_dir / "transcripts.jsonl").unlink()
 
         agent.requests.clear()
         again = await run_async([], resume=True, output=tmp_path / "runs")
         assert [r.body["message"] for r in agent.requests] == ["two"]
         assert again.exit_code == 0 and again.resumed == 1
         lines = [json.loads(line) for line in results.read_text().splitlines()]
-        assert [(r["test_id"], r.get("format")) for r in lines] == [("first", None), ("second", 2)]
+        assert [(r["test_id"], r.get("format")) for r in lines] == [("first", None), ("second", FORMAT)]
+        store = ResultsStore.open(first.run_dir)
+        read = [read_transcript(store.dir, r) for r in store.results()]
+        assert [t.run_id if t else None for t in read] == ["first", "second"]
+        assert [t.turns[0].text if t else None for t in read] == ["one", "two"]
 
 
 @pytest.mark.unit
@@ -307,9 +345,9 @@ def test_results_of_a_newer_format_are_refused_by_name(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     store.append(result("a"))
     line = json.loads((store.dir / "results.jsonl").read_text())
-    assert line["format"] == 2
-    (store.dir / "results.jsonl").write_text(json.dumps({**line, "format": 3}) + "\n")
+    assert line["format"] == FORMAT == 3
+    (store.dir / "results.jsonl").write_text(json.dumps({**line, "format": 4}) + "\n")
     with pytest.raises(
-        UsageError, match="newer tamesu \\(results format 3\\); this one reads formats up to 2"
+        UsageError, match="newer tamesu \\(results format 4\\); this one reads formats up to 3"
     ):
         store.results()

@@ -18,13 +18,15 @@ from tamesu.runner import attempt as attempt_module
 from tamesu.runner import scheduler as scheduler_module
 from tamesu.runner.attempt import session_id
 from tamesu.runner.invocation import Reporter
-from tamesu.runner.results import ResultsStore
+from tamesu.runner.results import ResultsStore, read_transcript
 from tamesu.runner.scheduler import Scheduler
 from tamesu.runner.setup import Budget, SuiteSetup
 from tamesu.runner.spec import RunSpec
 from tamesu.runner.verdict import exit_code, verdicts
 from tamesu.secrets import Redactor
 from tamesu.templates import Scope
+
+from ..stored import stored_lines
 
 pytestmark = pytest.mark.timing
 
@@ -262,7 +264,8 @@ async def test_timeout_is_an_error_that_keeps_the_partial_transcript(
     assert result.error == "timed out after 50ms"
     assert result.error_kind == "timeout"
     assert result.turns == 1
-    saved = Transcript.from_json((store.dir / result.transcript_file).read_bytes())
+    saved = read_transcript(store.dir, result)
+    assert saved is not None
     assert [t.text for t in saved.turns] == ["where is my order?", "let me check"]
 
 
@@ -433,9 +436,9 @@ async def test_a_stalled_disk_holds_no_run_slot_and_nothing_counts_before_it_is_
     disk = threading.Event()
 
     class StalledStore(ResultsStore):
-        def write_transcript(self, result: Any, transcript: Any, redactor: Any) -> str:
+        def append_transcripts(self, items: Any) -> None:
             disk.wait(WAIT)
-            return super().write_transcript(result, transcript, redactor)
+            super().append_transcripts(items)
 
     store = StalledStore(ResultsStore.create(tmp_path, suites=["s"], settings={}).dir)
     last_ran = asyncio.Event()
@@ -461,7 +464,7 @@ async def test_a_stalled_disk_holds_no_run_slot_and_nothing_counts_before_it_is_
     assert [r.run_id for r in out.results] == ["t0", "t1", "t2", "t3"]
     lines = (store.dir / "results.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["run_id"] for line in lines) == ["t0", "t1", "t2", "t3"]
-    assert len(list((store.dir / "transcripts").iterdir())) == 4
+    assert len(stored_lines(store.dir)) == 4
 
 
 class FullStore(ResultsStore):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,8 @@ import pytest
 pytest.importorskip("a2a.client", reason="the a2a extra is not installed")
 
 from tamesu.testing.a2a_agent import serve_a2a_agent
+
+from ..stored import stored_transcript
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +66,7 @@ async def test_a_delegation_chain_reaches_the_remote_agent_and_is_graded(
     assert failed.assertions[0].message == "the agent sent no message to shipping (it messaged billing)"
     delegated = shop.messages[0].metadata["delegate"]
     assert delegated.startswith("http://127.0.0.1:") and delegated.endswith("/")
-    transcript = json.loads((tmp_path / "out").joinpath(*_transcript(result, passed.run_id)).read_text())
+    transcript = stored_transcript(result.run_dir, passed)
     remote = [
         (e["agent"], e["direction"], e["text"]) for e in transcript["events"] if e["type"] == "a2a_remote"
     ]
@@ -73,15 +74,6 @@ async def test_a_delegation_chain_reaches_the_remote_agent_and_is_graded(
         ("billing", "received", "delegate: I want a refund for ORD-1001"),
         ("billing", "replied", "Refund of 42 euros issued, reference RF-889"),
     ]
-
-
-def _transcript(result, run_id: str) -> tuple[str, ...]:
-    found = next(
-        p
-        for p in Path(result.run_dir).rglob("transcripts/*.json")
-        if json.loads(p.read_text())["run_id"] == run_id
-    )
-    return found.relative_to(Path(result.run_dir).parent).parts
 
 
 COUNTERPART = """

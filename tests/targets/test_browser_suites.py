@@ -20,6 +20,7 @@ from tamesu.targets.browser_session import shared_browser
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 from tamesu.testing.web_shop import WebShop
 
+from ..stored import stored_transcripts
 from .conftest import Harness
 from .test_browser import Page, events_of, shop, steps_of
 
@@ -169,7 +170,7 @@ async def test_defaults_max_goal_steps_in_a_suite_bounds_every_goal(
     (failed,) = [a for a in run.assertions if not a.passed]
     assert "the goal was not met within 2 actions" in failed.message
     assert len(server.requests) == 3, "two actions, then the request whose action is refused"
-    transcript = json.loads(next(Path(result.run_dir, "transcripts").glob("*.json")).read_text())
+    transcript = stored_transcripts(result.run_dir)[0]
     assert json.dumps(transcript).count('"browser_action"') == 2
 
 
@@ -219,7 +220,7 @@ async def test_a_persona_talks_to_the_chat_widget_and_the_judge_grades_the_conve
     assert [a.passed for a in run.assertions] == [True, True]
     simulated = [r for r in server.requests if r["model"] == "sim"]
     assert "Marta" in json.dumps(simulated[0]) and "40 days" in json.dumps(simulated[0])
-    transcript = json.loads(next(Path(result.run_dir, "transcripts").glob("*.json")).read_text())
+    transcript = stored_transcripts(result.run_dir)[0]
     user = [t for t in transcript["turns"] if t["role"] == "user"]
     agent = [t for t in transcript["turns"] if t["role"] == "agent"]
     assert user[0]["source"] == "simulator" and "40 days" in user[0]["text"]

@@ -26,6 +26,8 @@ from tamesu.targets import mcp as mcp_target
 from tamesu.targets.base import TargetAdapter, targets
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 
+from ..stored import stored_transcripts
+
 pytestmark = pytest.mark.integration
 
 SERVER = Path(__file__).parent / "fixtures" / "mcp_orders.py"
@@ -350,7 +352,7 @@ async def test_a_suite_asserts_on_the_calls_an_mcp_target_recorded(tmp_path: Pat
         suite.write_text(SUITE.format(python=sys.executable, server=SERVER))
         result = await run_async([suite], output=tmp_path / "runs")
         assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results]
-        transcript = json.loads(next(Path(result.run_dir, "transcripts").glob("*.json")).read_text())
+        transcript = stored_transcripts(result.run_dir)[0]
         assert "order A1 cancelled" in json.dumps(transcript)
 
 
@@ -406,7 +408,7 @@ async def test_mcp_server_git_from_pypi_lists_its_tools_and_answers_through_a_su
     assert sorted(offered) == ["git_log", "git_show", "git_status"]
     (tool_msg,) = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert "Set the return window to 30 days" in tool_msg["content"] and "Marta" in tool_msg["content"]
-    transcript = json.loads(next(Path(result.run_dir, "transcripts").glob("*.json")).read_text())
+    transcript = stored_transcripts(result.run_dir)[0]
     assert "Set the return window to 30 days" in json.dumps(transcript)
 
 

@@ -25,6 +25,8 @@ from tamesu.targets.realtime import model_url
 from tamesu.targets.realtime_events import Dialect, canonical, deep_merge
 from tamesu.testing.realtime_server import check_event, load_recording, rejection, serve_realtime_server
 
+from ..stored import stored_transcripts
+
 FIXTURES = Path(__file__).parent / "fixtures" / "realtime"
 KEY = "sk-test-SECRET-0123456789"
 
@@ -570,9 +572,9 @@ async def test_the_example_suite_passes_and_the_key_is_nowhere_in_its_output(
     assert update["instructions"].startswith("You are the Mochi Shoes support agent.")
     assert [tool["name"] for tool in update["tools"]] == ["lookup_order", "end_session"]
     written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
-    assert any("transcripts" in p.parts for p in written)
+    assert any(p.name == "transcripts.jsonl" for p in written)
     assert not [p for p in written if KEY in p.read_text(encoding="utf-8", errors="replace")]
-    transcript = json.loads(next(p for p in written if "transcripts" in p.parts).read_text())
+    [transcript] = stored_transcripts(next(p for p in written if p.name == "transcripts.jsonl").parent)
     raw = json.dumps(transcript["turns"][1]["raw"])
     assert "conversation.item.added" in raw and f"key={REDACTED}" in raw
 

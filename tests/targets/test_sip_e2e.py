@@ -4,7 +4,6 @@ wait_for step, a question answered, the agent's digits heard and the agent hangi
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from ..stored import stored_transcripts
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -84,8 +85,7 @@ def test_a_scripted_caller_phones_the_agent_over_sip(tmp_path: Path, agent: str)
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.is_symlink()]
-    [transcript_file] = list((run_dir / "transcripts").glob("*.json"))
-    transcript = json.loads(transcript_file.read_text())
+    [transcript] = stored_transcripts(run_dir)
     turns = [(t["role"], t["text"]) for t in transcript["turns"]]
     agent_turns = [text for role, text in turns if role == "agent"]
     assert "press one for returns" in agent_turns[0].lower()

@@ -3,7 +3,6 @@ with the real Piper voice and Whisper on both sides of the call."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from tamesu.voice.recording import read_recording
+
+from ..stored import stored_transcripts
 
 pytestmark = pytest.mark.slow
 
@@ -48,8 +49,7 @@ def test_the_quickstart_phone_test_passes(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.is_symlink()]
-    [transcript_file] = list((run_dir / "transcripts").glob("*.json"))
-    transcript = json.loads(transcript_file.read_text())
+    [transcript] = stored_transcripts(run_dir)
     agent = [t for t in transcript["turns"] if t["role"] == "agent"]
     assert len(agent) == 2 and "30 days" in agent[1]["text"]
     assert agent[1]["first_audio_at"] > agent[1]["sent_at"]
