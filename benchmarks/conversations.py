@@ -8,18 +8,17 @@ not the client's). Three clients run the same 1000 scripted conversations of thr
 
 - ``bare``: one aiohttp ClientSession posting the three messages of each conversation in turn;
 - ``tamesu``: ``tamesu.runner.api.run_async`` (plan, scheduler, local placement, run graph,
-  assertions, results store: a transcript file per run, results fsync'd in batches as runs
-  finish); ``store_cpu_ms_per_turn`` is the results writer's share of its CPU time;
+  assertions, results store: transcripts appended to the run's transcript log and results
+  fsync'd in batches as runs finish); ``store_cpu_ms_per_turn`` is the results writer's share of
+  its CPU time;
 - ``tamesu (local, run dir on tmpfs)``: the same with the run directory in /dev/shm, to tell the
   client's own cost from the disk's (tmpfs makes fsync free: this row is not the durable one);
 - ``tamesu_ray``: the same on an embedded local Ray, unless ``--no-ray`` (its CPU figure is
   the driver's alone: the conversations run in the Ray workers' processes).
 
 The clients take turns for ``--rounds`` rounds (a neighbour's burst of work then hits each alike)
-and each row is its median round. Run directories are kept until the end: deleting thousands of
-transcripts between measurements makes the next one pay for the filesystem's discards. Each round
-also measures what creating a small file costs in the run directory (on a fresh cloud disk a new
-file may cost 30 times the usual, and tamesu writes one transcript file per run).
+and each row is its median round. Run directories are kept until the end: deleting them between
+measurements makes the next one pay for the filesystem's discards.
 
 CPU time per turn (``time.process_time``, every thread of the client) is the steadier figure on a
 shared machine; the rate goal follows from it.
@@ -221,7 +220,7 @@ def figures(
         "client_cpu_ms_per_turn": round(measured["cpu_seconds"] * 1000 / turns, 3),
     }
     if "store_cpu_seconds" in measured:
-        # the results writer's share (transcript files and fsyncs); on Ray it runs in the driver
+        # the results writer's share (the transcript log and fsyncs); on Ray it runs in the driver
         out["store_cpu_ms_per_turn"] = round(measured["store_cpu_seconds"] * 1000 / turns, 3)
     if base is not None:
         out["overhead_ms_per_turn"] = round((measured["seconds"] - base["seconds"]) * 1000 / turns, 3)
@@ -230,19 +229,6 @@ def figures(
         )
         out["rate_vs_bare"] = round(base["seconds"] / measured["seconds"], 3)
     return out
-
-
-def new_file_ms(directory: Path, files: int = 300) -> float:
-    """What creating one small file costs in ``directory`` now (wall ms): tamesu writes one
-    transcript per run, and on a fresh cloud disk a new file can cost far more than usual."""
-    probe = Path(tempfile.mkdtemp(dir=directory))
-    data = b"x" * 2048
-    start = time.perf_counter()
-    for i in range(files):
-        fd = os.open(probe / f"t{i}.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.write(fd, data)
-        os.close(fd)
-    return (time.perf_counter() - start) * 1000 / files
 
 
 def median_of(rounds: list[dict[str, float]]) -> dict[str, float]:
@@ -290,10 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         n, c = args.conversations, args.concurrency
         # rounds alternate the clients, so a neighbour's burst of work hits each of them alike
         measured: dict[str, list[dict[str, float]]] = {"bare": [], "disk": [], "tmpfs": []}
-        fs_ms: list[float] = []
         for _ in range(args.rounds):
             measured["bare"].append(asyncio.run(bare(url, n, c)))
-            fs_ms.append(new_file_ms(disk))
             measured["disk"].append(asyncio.run(with_tamesu(url, n, c, ray=False, where=disk)))
             if tmpfs is not None:
                 measured["tmpfs"].append(asyncio.run(with_tamesu(url, n, c, ray=False, where=tmpfs)))
@@ -319,7 +303,6 @@ def main(argv: list[str] | None = None) -> int:
             "concurrency": c,
             "rounds": args.rounds,
             "rate_vs_bare_by_round": ratios,
-            "new_file_ms_in_run_dir_by_round": [round(ms, 3) for ms in fs_ms],
             "cpus": os.cpu_count(),
             "load_average_1m": round(os.getloadavg()[0], 2),
             "python": platform.python_version(),
@@ -337,7 +320,6 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"  {row['client']:<32} {row['conversations_per_s']:>8.1f} conversations/s{extra}")
         print(f"  rate vs bare by round: {ratios}")
-        print(f"  a new small file in the run directory: {[round(ms, 3) for ms in fs_ms]} ms")
         print(f"written to {args.output}")
         if args.profile:
             profile(url, n, c)

@@ -393,9 +393,9 @@ class Pool:
         tls: dict[str, Any] = {}
         if target.tls:
             tls = {"ssl": self.ssl_context or ssl.create_default_context(), "server_hostname": target.host}
-        connect = self.loop.create_connection(
-            lambda: _Connection(self), target.host, target.port, happy_eyeballs_delay=0.25, **tls
-        )
+        if isinstance(self.loop, asyncio.BaseEventLoop):  # uvloop has no Happy Eyeballs to tune
+            tls["happy_eyeballs_delay"] = 0.25
+        connect = self.loop.create_connection(lambda: _Connection(self), target.host, target.port, **tls)
         try:
             if self.connect_timeout is None:
                 _, conn = await connect

@@ -296,3 +296,27 @@ async def test_closing_the_client_closes_the_lanes_connections(raw) -> None:  # 
     await client.aclose()
     await asyncio.wait_for(agent.closed.wait(), timeout=10)
     assert lane.pool.closed
+
+
+def test_a_run_in_an_application_on_uvloop_takes_the_lane(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """uvloop (which many services embed tamesu under) has no ``happy_eyeballs_delay``."""
+    uvloop = pytest.importorskip("uvloop")
+    from tamesu.runner.api import run_async
+    from tamesu.testing import EchoAgent, serve_echo_agent
+
+    suite = tmp_path / "suite.yaml"
+
+    async def main() -> tuple[int, str]:
+        agent = EchoAgent()
+        async with serve_echo_agent(agent) as url:
+            suite.write_text(
+                "suite: on-uvloop\n"
+                f"targets: {{ api: {{ type: rest, url: '{url}/chat', request: {{ body: {{ message: '{{{{message}}}}' }} }}, response: {{ text: $.reply }} }} }}\n"
+                "tests: [ { name: hi, target: api, scenario: { max_turns: 1, script: [ { say: hi } ] }, assert: [ { contains: 'echo: hi' } ] } ]\n"
+            )
+            result = await run_async([suite], output=tmp_path / "runs")
+        assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
+        return result.exit_code, str([r.error for r in result.results])
+
+    code, errors = uvloop.run(main())
+    assert code == 0, errors
