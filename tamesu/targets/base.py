@@ -196,6 +196,8 @@ def turn_text(user: UserTurn, target_type: str, mode: str | None = None) -> str:
     A part the type cannot send (files on rest, keypad digits in text mode) is never dropped: the
     turn fails as a configuration error naming the type, as ``tamesu validate`` does beforehand.
     """
+    if user.data is None and not user.files:
+        return user.text  # words alone: every type sends them (the turn of nearly every run)
     from tamesu.config.scriptparts import PART_WORDS, carriers, script_parts
 
     parts = script_parts(target_type, mode) or frozenset({"say"})
