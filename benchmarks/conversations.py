@@ -1,10 +1,10 @@
 """How fast tamesu drives conversations, beside a bare aiohttp client doing the same requests.
 
-    python benchmarks/conversations.py                   # 1000 three-turn conversations, concurrency 32
+    python benchmarks/conversations.py                   # 3000 three-turn conversations, concurrency 32
     python benchmarks/conversations.py --no-ray --profile
 
 The agent is a loopback aiohttp server that answers at once (its own process, so its CPU time is
-not the client's). Three clients run the same 1000 scripted conversations of three turns:
+not the client's). These clients run the same 3000 scripted conversations of three turns:
 
 - ``bare``: one aiohttp ClientSession posting the three messages of each conversation in turn;
 - ``tamesu``: ``tamesu.runner.api.run_async`` (plan, scheduler, local placement, run graph,
@@ -14,7 +14,10 @@ not the client's). Three clients run the same 1000 scripted conversations of thr
 - ``tamesu (local, run dir on tmpfs)``: the same with the run directory in /dev/shm, to tell the
   client's own cost from the disk's (tmpfs makes fsync free: this row is not the durable one);
 - ``tamesu_ray``: the same on an embedded local Ray, unless ``--no-ray`` (its CPU figure is
-  the driver's alone: the conversations run in the Ray workers' processes).
+  the driver's alone: the conversations run in the Ray workers' processes);
+- whole processes, start to exit: ``python -m tamesu run suite.yaml --repeat N -j C`` (Python's
+  start, imports, loading, the runs, the console summary, summary.json and the history record)
+  beside a process that starts Python, imports aiohttp and runs the bare client.
 
 The clients take turns for ``--rounds`` rounds (a neighbour's burst of work then hits each alike)
 and each row is its median round. Run directories are kept until the end: deleting them between
@@ -139,6 +142,38 @@ async def bare(url: str, conversations: int, concurrency: int) -> dict[str, floa
     return {"seconds": wall, "cpu_seconds": cpu}
 
 
+def whole_process(command: list[str], cwd: Path | None = None) -> dict[str, float]:
+    """``command`` from its start to its exit: wall seconds and the CPU seconds of the process."""
+    before = os.times()
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = os.times()
+    if proc.returncode != 0:
+        raise SystemExit(f"{command[:4]} exited {proc.returncode}: {proc.stdout[-800:]}{proc.stderr[-800:]}")
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return {"seconds": wall, "cpu_seconds": cpu}
+
+
+def bare_process(url: str, conversations: int, concurrency: int) -> dict[str, float]:
+    """The bare client as a whole process (this script with ``--bare-process``)."""
+    command = [sys.executable, __file__, "--bare-process", url, "--conversations", str(conversations)]
+    return whole_process([*command, "--concurrency", str(concurrency)])
+
+
+def cli_process(url: str, conversations: int, concurrency: int, where: Path) -> dict[str, float]:
+    """``tamesu run`` as a user types it, in a folder of its own under ``where``."""
+    folder = Path(tempfile.mkdtemp(dir=where))
+    (folder / "bench.yaml").write_text(SUITE.format(url=url, t1=TURNS[0], t2=TURNS[1], t3=TURNS[2]))
+    command = [sys.executable, "-m", "tamesu", "run", "bench.yaml", "--repeat", str(conversations)]
+    measured = whole_process([*command, "-j", str(concurrency), "--output", "runs"], cwd=folder)
+    [run_dir] = [p for p in (folder / "runs").iterdir() if p.is_dir() and not p.is_symlink()]
+    lines = len((run_dir / "results.jsonl").read_bytes().splitlines())
+    if lines != conversations:
+        raise SystemExit(f"tamesu run recorded {lines} of {conversations} runs")
+    return measured
+
+
 async def worker_warmup(session: Any, url: str) -> None:
     async with session.post(f"{url}/chat", json={"message": "warm up"}) as resp:
         await resp.read()
@@ -253,19 +288,23 @@ def profile(url: str, conversations: int, concurrency: int, top: int = 30) -> No
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=1000)
+    parser.add_argument("--conversations", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=3, help="measurements of each client, alternated")
+    parser.add_argument("--rounds", type=int, default=5, help="measurements of each client, alternated")
     parser.add_argument(
         "--runs-dir", type=Path, default=HERE, help="where run directories go (default: beside this script)"
     )
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray measurement")
     parser.add_argument("--profile", action="store_true", help="profile the tamesu client with cProfile")
     parser.add_argument("--serve-agent", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--bare-process", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.serve_agent:
         serve_agent()
+        return 0
+    if args.bare_process:
+        asyncio.run(bare(args.bare_process, args.conversations, args.concurrency))
         return 0
 
     agent, url = start_agent()
@@ -275,20 +314,31 @@ def main(argv: list[str] | None = None) -> int:
     try:
         n, c = args.conversations, args.concurrency
         # rounds alternate the clients, so a neighbour's burst of work hits each of them alike
-        measured: dict[str, list[dict[str, float]]] = {"bare": [], "disk": [], "tmpfs": []}
+        measured: dict[str, list[dict[str, float]]] = {
+            "bare": [], "disk": [], "tmpfs": [], "bare_process": [], "cli": []
+        }  # fmt: skip
         for _ in range(args.rounds):
             measured["bare"].append(asyncio.run(bare(url, n, c)))
             measured["disk"].append(asyncio.run(with_tamesu(url, n, c, ray=False, where=disk)))
             if tmpfs is not None:
                 measured["tmpfs"].append(asyncio.run(with_tamesu(url, n, c, ray=False, where=tmpfs)))
+            measured["bare_process"].append(bare_process(url, n, c))
+            measured["cli"].append(cli_process(url, n, c, disk))
         base = median_of(measured["bare"])
         rows = [figures("bare aiohttp", base, n, None)]
         rows.append(figures("tamesu (local)", median_of(measured["disk"]), n, base))
         if measured["tmpfs"]:
             rows.append(figures("tamesu (local, run dir on tmpfs)", median_of(measured["tmpfs"]), n, base))
+        whole = median_of(measured["bare_process"])
+        rows.append(figures("bare aiohttp (whole process)", whole, n, None))
+        rows.append(figures("tamesu run (whole process)", median_of(measured["cli"]), n, whole))
         ratios = {
-            name: [round(b["seconds"] / t["seconds"], 3) for b, t in zip(measured["bare"], rounds)]
-            for name, rounds in (("local", measured["disk"]), ("tmpfs", measured["tmpfs"]))
+            name: [round(b["seconds"] / t["seconds"], 3) for b, t in zip(measured[base_of], rounds)]
+            for name, base_of, rounds in (
+                ("local", "bare", measured["disk"]),
+                ("tmpfs", "bare", measured["tmpfs"]),
+                ("whole process", "bare_process", measured["cli"]),
+            )
             if rounds
         }
         if not args.no_ray:
