@@ -1,4 +1,4 @@
-"""The one HTTP client factory: httpx's API over an aiohttp transport.
+"""The one HTTP client factory: httpx's API over an aiohttp transport (loaded when first needed).
 
 httpx gives every adapter one readable API (and in-memory transports for tests); aiohttp underneath
 keeps the hot path fast when a load test holds hundreds of conversations open at once. The client
@@ -66,7 +66,7 @@ def make_client(
     """
     import httpx
 
-    transport = _lane_transport()(limits=limits or _default_limits(), retries=0)
+    transport = _lane_transport()(limits=limits or _default_limits())
     return httpx.AsyncClient(
         transport=transport,
         timeout=httpx.Timeout(timeout),
@@ -155,7 +155,7 @@ class FastLane:
         self._json_headers = {**self.headers, "Content-Type": "application/json"}
         limits = transport.limits
         self.pool = Pool(
-            ssl_context=transport.ssl_context,
+            ssl_context=lambda: transport.ssl_context,
             max_connections=limits.max_connections,
             max_keepalive=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
@@ -241,16 +241,48 @@ def _make_lane(client: httpx.AsyncClient) -> FastLane | None:
 
 @lru_cache(maxsize=1)
 def _lane_transport() -> Any:
-    """The aiohttp transport of ``make_client``, which also closes its fast lane's connections."""
-    from httpx_aiohttp import AiohttpTransport
+    """The shared client's transport class (it also closes its fast lane's connections)."""
+    import httpx
 
-    class LaneTransport(AiohttpTransport):  # type: ignore[misc]
-        lane_pool: Any = None
+    class LaneTransport(httpx.AsyncBaseTransport):
+        """What the fast lane does not carry (streams, websockets' handshakes, auth, cookies, HEAD)
+        goes through aiohttp (httpx-aiohttp), imported and set up at the first such request: a
+        suite of plain JSON turns never loads aiohttp, a sixth of a ``tamesu run``'s start."""
+
+        proxy = None
+        uds = None
+        local_address = None
+        socket_options = ()
+
+        def __init__(self, *, limits: httpx.Limits) -> None:
+            self.limits = limits
+            self.lane_pool: Any = None
+            self._ssl: Any = None
+            self._aiohttp: Any = None
+
+        @property
+        def ssl_context(self) -> Any:
+            """httpx's verifying context (the one httpx-aiohttp would make), made on first use."""
+            if self._ssl is None:
+                self._ssl = httpx.create_ssl_context(verify=True, cert=None, trust_env=True)
+            return self._ssl
+
+        def _inner(self) -> Any:
+            if self._aiohttp is None:
+                from httpx_aiohttp import AiohttpTransport
+
+                self._aiohttp = AiohttpTransport(verify=self.ssl_context, limits=self.limits, retries=0)
+            return self._aiohttp
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            response: httpx.Response = await self._inner().handle_async_request(request)
+            return response
 
         async def aclose(self) -> None:
             if self.lane_pool is not None:
                 self.lane_pool.close()
-            await super().aclose()
+            if self._aiohttp is not None:
+                await self._aiohttp.aclose()
 
     return LaneTransport
 

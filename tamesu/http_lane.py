@@ -295,7 +295,7 @@ class Pool:
     def __init__(
         self,
         *,
-        ssl_context: ssl.SSLContext | None = None,
+        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         max_connections: int | None = 1024,
         max_keepalive: int | None = 256,
         keepalive_expiry: float | None = 30.0,
@@ -392,7 +392,8 @@ class Pool:
     async def _connect(self, target: _Target) -> _Connection:
         tls: dict[str, Any] = {}
         if target.tls:
-            tls = {"ssl": self.ssl_context or ssl.create_default_context(), "server_hostname": target.host}
+            context = self.ssl_context() if callable(self.ssl_context) else self.ssl_context
+            tls = {"ssl": context or ssl.create_default_context(), "server_hostname": target.host}
         if isinstance(self.loop, asyncio.BaseEventLoop):  # uvloop has no Happy Eyeballs to tune
             tls["happy_eyeballs_delay"] = 0.25
         connect = self.loop.create_connection(lambda: _Connection(self), target.host, target.port, **tls)

@@ -170,3 +170,55 @@ async def test_the_shared_client_keeps_no_cookie_and_run_cookies_keep_theirs() -
     finally:
         await client.aclose()
         await runner.cleanup()
+
+
+async def test_the_shared_client_trusts_ssl_cert_file_on_the_lane_and_through_aiohttp(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ssl
+
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+
+    async def hello(request: web.Request) -> web.Response:
+        return web.json_response({"reply": "secure"})
+
+    app = web.Application()
+    app.router.add_route("*", "/chat", hello)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context).start()
+    url = f"https://127.0.0.1:{runner.addresses[0][1]}/chat"
+    client = make_client()
+    try:
+        lane = fast_lane(client)
+        assert lane is not None
+        answer = await lane.exchange("POST", url, {}, b"{}")
+        assert answer.content == b'{"reply": "secure"}'
+        async with client.stream("GET", url) as streamed:  # not the lane's: aiohttp, loaded now
+            assert json.loads(await streamed.aread()) == {"reply": "secure"}
+    finally:
+        await client.aclose()
+        await runner.cleanup()
+
+
+def test_a_client_for_plain_turns_does_not_load_aiohttp() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, asyncio\n"
+        "from tamesu.http import fast_lane, make_client\n"
+        "async def main():\n"
+        "    client = make_client()\n"
+        "    assert fast_lane(client) is not None\n"
+        "    await client.aclose()\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'httpx_aiohttp')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

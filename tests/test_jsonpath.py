@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tamesu.jsonpath import JSONPathError, compile_path, find, find_in_message, first, truthy
 
@@ -65,3 +67,27 @@ def test_find_in_message_reads_filters_and_plain_paths() -> None:
 )
 def test_truthy(values: list[object], expected: bool) -> None:
     assert truthy(values) is expected
+
+
+NAMES = st.one_of(
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True),
+    st.sampled_from(["true", "false", "null", "and", "or", "not", "in", "length", "count", "keys", "match"]),
+)
+VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(NAMES, inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(NAMES, min_size=1, max_size=4), data=VALUES, hit=VALUES)
+def test_a_member_walk_reads_what_python_jsonpath_reads(keys: list[str], data: object, hit: object) -> None:
+    """``$.a.b`` is read by a dict walk without loading python-jsonpath: it must mean the same."""
+    path = "$." + ".".join(keys)
+    planted = hit
+    for key in reversed(keys):
+        planted = {key: planted}
+    # decoded documents (python-jsonpath would parse a str document as JSON text itself)
+    for document in ([data], {"k": data}, planted, {"other": planted}):
+        assert find(path, document) == list(compile_path(path).findall(document))

@@ -90,7 +90,7 @@ class RestAdapter(TargetAdapter):
 
     def _compile_paths(self) -> None:
         """Compile every configured JSONPath now: a bad one fails the start, not the third turn."""
-        from tamesu.jsonpath import compile_path
+        from tamesu.jsonpath import validate
 
         response, poll, listen = self.response, self.poll, self.listen_config
         paths = [getattr(response, name, None) for name in ("text", "tool_calls", "done", "turn_done")] + [
@@ -104,7 +104,7 @@ class RestAdapter(TargetAdapter):
                 paths += [handoff.to, handoff.summary]
         for path in paths:
             if path:
-                compile_path(path)
+                validate(path)
 
     async def stop(self) -> None:
         if self.ws is not None:

@@ -119,7 +119,7 @@ class VoiceAdapter(TargetAdapter):
             raise TargetError(str(exc), retryable=False, kind="config") from None
 
     def _compile_paths(self) -> None:
-        from tamesu.jsonpath import compile_path
+        from tamesu.jsonpath import validate
 
         m = self.messages
         paths = [self.receive] + [
@@ -127,7 +127,7 @@ class VoiceAdapter(TargetAdapter):
         ]
         for path in paths:
             if path:
-                compile_path(path)
+                validate(path)
 
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
         if self.session is None:
