@@ -74,6 +74,14 @@ def test_plain_progress_lines_when_not_a_terminal(redactor: Redactor) -> None:
         "FAIL  support / b#1  0.50s",
         "note: after_each hook failed",
     ]
+    colored = io.StringIO()
+    reporter = ConsoleReporter(stream=colored, redactor=redactor, color="always")
+    reporter.run_finished(_run("a", "passed"))
+    reporter.run_finished(_run("b\x1b[2J", "error", error=f"refused {SECRET}", final=False))
+    assert colored.getvalue().splitlines() == [
+        "\x1b[32mPASS  support / a#1  0.50s\x1b[0m",
+        "\x1b[33mRETRY b\\x1b[2J#1: refused ***\x1b[0m",
+    ]
 
 
 def test_quiet_prints_only_problems_and_totals(invocation: InvocationResult, redactor: Redactor) -> None:
