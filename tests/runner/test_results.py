@@ -351,3 +351,27 @@ def test_results_of_a_newer_format_are_refused_by_name(tmp_path: Path) -> None:
         UsageError, match="newer tamesu \\(results format 4\\); this one reads formats up to 3"
     ):
         store.results()
+
+
+@pytest.mark.unit
+def test_a_torn_transcript_log_is_mended_on_resume_and_every_kept_transcript_still_reads(
+    tmp_path: Path,
+) -> None:
+    store = make_store(tmp_path)
+    kept = [result("a"), result("b")]
+    for r in kept:
+        store.write_transcript(
+            r, Transcript(run_id=r.run_id, turns=[Turn(role="agent", text=r.run_id)]), None
+        )
+    store.append_many(kept)
+    store.close()
+    with open(store.dir / "transcripts.jsonl", "ab") as log:
+        log.write(b'{"run_id": "c", "turns": [{"role": "ag')  # a crash mid-write: c got no result
+    again = ResultsStore.open(store.dir)
+    again.resume()
+    assert any("transcripts.jsonl: cut a torn last line" in note for note in again.notes)
+    late = result("d")
+    again.write_transcript(late, Transcript(run_id="d", turns=[Turn(role="agent", text="d")]), None)
+    again.append(late)
+    read = [read_transcript(again.dir, r) for r in again.results()]
+    assert [t.turns[0].text if t else None for t in read] == ["a", "b", "d"]
