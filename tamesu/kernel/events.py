@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 
-class _Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
+class _Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, gc=False):
     at: float = 0.0
     """Seconds since the run started."""
 

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 
-class _Msg(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
+class _Msg(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, gc=False):
     control: ClassVar[bool] = False
     at: float = 0.0
     """Seconds since the run started (the run's clock)."""
@@ -77,7 +77,7 @@ class ErrorMsg(_Msg, tag="error", frozen=True):
     retryable: bool = True
 
 
-class FileRef(msgspec.Struct, frozen=True, kw_only=True):
+class FileRef(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     path: str | None = None
     uri: str | None = None
     name: str | None = None
@@ -123,7 +123,7 @@ class AgentPartial(_Msg, tag="agent_partial", frozen=True):
     text: str
 
 
-class AudioSpan(msgspec.Struct, frozen=True, kw_only=True):
+class AudioSpan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A stretch of speech on one side of a call (seconds on the run's clock), with its words if known."""
 
     start: float

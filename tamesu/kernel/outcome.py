@@ -19,7 +19,7 @@ __all__ = ["AssertionResult", "Finding", "GraphOutcome", "Outcome", "RunResult"]
 Outcome = Literal["passed", "failed", "error", "quarantined"]
 
 
-class AssertionResult(msgspec.Struct, kw_only=True):
+class AssertionResult(msgspec.Struct, kw_only=True, gc=False):
     name: str
     """What the report calls it: the kind, prefixed defaults/ or slo/ or pack:NAME/ where it came from."""
     kind: str
@@ -40,7 +40,7 @@ class AssertionResult(msgspec.Struct, kw_only=True):
         return cls(name="", kind="", passed=False, error=True, message=message)
 
 
-class Finding(msgspec.Struct, kw_only=True):
+class Finding(msgspec.Struct, kw_only=True, gc=False):
     """A red-team attack that succeeded: at which agent turn, how it was seen, how bad it is
     (``tamesu.redteam.findings`` makes them)."""
 
@@ -63,7 +63,7 @@ class Finding(msgspec.Struct, kw_only=True):
     column: int = 0
 
 
-class GraphOutcome(msgspec.Struct, kw_only=True):
+class GraphOutcome(msgspec.Struct, kw_only=True, gc=False):
     """What one run produced; redacted, and cheap to send back from a Ray worker."""
 
     transcript: Transcript
@@ -75,7 +75,7 @@ class GraphOutcome(msgspec.Struct, kw_only=True):
     retryable: bool = False
 
 
-class RunResult(msgspec.Struct, kw_only=True):
+class RunResult(msgspec.Struct, kw_only=True, gc=False):
     format: int = FORMAT
     """The results format the record was written in (a record without one is format 1, the same
     fields)."""

@@ -32,7 +32,7 @@ is what came before versions were written (a record or transcript without ``form
 kept each transcript in a file of its own, format 3 appends them to one log (``transcript_span``)."""
 
 
-class ToolCallRecord(msgspec.Struct, kw_only=True):
+class ToolCallRecord(msgspec.Struct, kw_only=True, gc=False):
     name: str
     args: dict[str, Any] = msgspec.field(default_factory=dict)
     id: str | None = None
@@ -40,21 +40,21 @@ class ToolCallRecord(msgspec.Struct, kw_only=True):
     """What the agent got back, when tamesu saw it (model / realtime / pipecat targets)."""
 
 
-class HandoffInfo(msgspec.Struct, kw_only=True):
+class HandoffInfo(msgspec.Struct, kw_only=True, gc=False):
     turn: int
     """The 1-based agent turn on which the agent handed off."""
     to: str | None = None
     summary: str | None = None
 
 
-class AudioSegment(msgspec.Struct, kw_only=True):
+class AudioSegment(msgspec.Struct, kw_only=True, gc=False):
     start: float
     end: float
     channel: Literal["caller", "agent"]
     text: str | None = None
 
 
-class Turn(msgspec.Struct, kw_only=True):
+class Turn(msgspec.Struct, kw_only=True, gc=False):
     role: Literal["user", "agent"]
     text: str = ""
     index: int = 0
@@ -84,7 +84,7 @@ class Turn(msgspec.Struct, kw_only=True):
         return None if first is None else (first - self.sent_at) * 1000.0
 
 
-class Transcript(msgspec.Struct, kw_only=True):
+class Transcript(msgspec.Struct, kw_only=True, gc=False):
     format: int = FORMAT
     """The results format the transcript was written in."""
     run_id: str = ""
@@ -141,7 +141,7 @@ class Transcript(msgspec.Struct, kw_only=True):
         return msgspec.convert(raw, cls)
 
 
-class _Version(msgspec.Struct):
+class _Version(msgspec.Struct, gc=False):
     format: int = 1
 
 
