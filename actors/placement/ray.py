@@ -163,6 +163,7 @@ class RayPlacement:
             "encode_boundary": encode_boundary,
             "router_factory": router_factory,
             "speech": self.speech.client() if self.speech is not None else None,
+            "own_process": True,
         }
         self._actor_cls = ray.remote(**self._options)(RunWorker)
         self._links = [_Link(self._spawn()) for _ in range(count)]

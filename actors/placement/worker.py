@@ -115,6 +115,8 @@ class RunWorker:
 
     ``setup`` runs once when the worker starts (register plugin targets or assertions);
     ``speech`` is the client of the cluster's speech pool, which the worker's runs use;
+    ``own_process``: the worker is a Ray actor, a process that exists for its runs, and sets the
+    cycle collector up for them for good (a worker made in a test's process leaves it alone);
     ``router_factory`` makes the worker's model router for a ``models:`` configuration
     (credentials, providers, cache), else a plain one is made per configuration.
     """
@@ -129,9 +131,12 @@ class RunWorker:
         router_factory: Callable[[Any], Any] | None = None,
         speech: SpeechPool | None = None,
         parts_limit: int = PARTS_LIMIT,
+        own_process: bool = False,
     ) -> None:
         if setup is not None:
             setup()
+        self.own_process = own_process
+        """The worker is a process of its own (a Ray actor): it sets the collector up for runs."""
         self.speech = speech
         self.router_factory = router_factory
         self.update_golden = update_golden
@@ -147,8 +152,11 @@ class RunWorker:
         """Keys cancelled before their run arrived (an exchange and a cancel may cross)."""
 
     def _shared(self) -> RunServices:
-        """Made on first use, inside the worker's event loop (the HTTP client belongs to that loop)."""
+        """Made on first use, inside the worker's event loop (the HTTP client belongs to that loop);
+        then a worker in a process of its own sets the collector for runs (``tamesu.collector``)."""
         if self._services is None:
+            from tamesu.collector import set_for_worker
+
             from ..services import RunServices
 
             self._services = RunServices.create(
@@ -157,6 +165,8 @@ class RunWorker:
                 router_factory=self.router_factory,
                 speech=self.speech,
             )
+            if self.own_process:
+                set_for_worker()
         return self._services
 
     async def run(

@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import gc
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tamesu.collector import set_for_runs
 from tamesu.errors import ClusterLost, UsageError
 from tamesu.runner.invocation import InvocationResult, Reporter, RunOptions
 from tamesu.runner.prepare import load_suites, needs_speech, plan_runs, router_factory
@@ -238,45 +238,13 @@ async def _schedule(
         fail_fast=opts.fail_fast,
         early_stop=early_stop,
     )
-    with interrupt_on_signals(scheduler), _collector_set_for_runs():
+    with interrupt_on_signals(scheduler), set_for_runs():
         try:
             return await scheduler.run(todo)
         finally:
             with contextlib.suppress(Exception):
                 await placement.aclose()
             await services.aclose()
-
-
-_YOUNG_THRESHOLD = 7000
-"""Allocations between two collections of the youngest generation while runs go on (Python's
-default, 700, collects every few runs: each time it walks every object of the runs in flight)."""
-
-
-@contextlib.contextmanager
-def _collector_set_for_runs() -> Iterator[None]:
-    """The garbage collector, while runs go on, leaves alone every object that existed before them
-    (modules, the loaded suites, the plan: its full collections would walk them again and again)
-    and collects the youngest objects less often. Nothing changes when something in the process
-    froze objects already (a server about to fork) or turned the collector off; all is restored
-    after."""
-    with _COLLECTOR_LOCK:
-        if gc.get_freeze_count() or not gc.isenabled():
-            thresholds = None
-        else:
-            thresholds = gc.get_threshold()
-            gc.freeze()
-            gc.set_threshold(max(thresholds[0], _YOUNG_THRESHOLD), *thresholds[1:])
-    try:
-        yield
-    finally:
-        if thresholds is not None:
-            with _COLLECTOR_LOCK:
-                gc.set_threshold(*thresholds)
-                gc.unfreeze()
-
-
-_COLLECTOR_LOCK = threading.Lock()
-"""Invocations in several threads: the first one sets the collector up, and puts it back."""
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
-"""``tamesu.run`` sets the garbage collector up for a batch of runs and leaves it as it found it."""
+"""``tamesu.run`` sets the garbage collector up for a batch of runs and leaves it as it found it;
+a Ray worker sets it up once, for good."""
 
 from __future__ import annotations
 
@@ -6,16 +7,16 @@ import gc
 
 import pytest
 
-from tamesu.runner.api import _YOUNG_THRESHOLD, _collector_set_for_runs
+from tamesu.collector import YOUNG_THRESHOLD, set_for_runs
 
 pytestmark = pytest.mark.unit
 
 
 def test_while_runs_go_on_older_objects_are_frozen_and_young_ones_collected_less_often() -> None:
     before = gc.get_threshold()
-    with _collector_set_for_runs():
+    with set_for_runs():
         assert gc.get_freeze_count() > 0
-        assert gc.get_threshold() == (max(before[0], _YOUNG_THRESHOLD), *before[1:])
+        assert gc.get_threshold() == (max(before[0], YOUNG_THRESHOLD), *before[1:])
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
 
 
@@ -30,7 +31,7 @@ def test_a_process_that_froze_objects_itself_keeps_its_collector_as_it_is(
         asked: list[str] = []
         for name in ("freeze", "unfreeze", "set_threshold"):
             monkeypatch.setattr(gc, name, lambda *args, name=name: asked.append(name))
-        with _collector_set_for_runs():
+        with set_for_runs():
             assert gc.get_threshold() == before
         assert asked == []
     finally:
@@ -40,6 +41,19 @@ def test_a_process_that_froze_objects_itself_keeps_its_collector_as_it_is(
 
 def test_the_collector_comes_back_when_the_runs_fail() -> None:
     before = gc.get_threshold()
-    with pytest.raises(RuntimeError), _collector_set_for_runs():
+    with pytest.raises(RuntimeError), set_for_runs():
         raise RuntimeError("the scheduler broke")
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+
+
+def test_a_worker_sets_its_collector_up_once_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu import collector
+
+    asked: list[tuple[str, tuple[int, ...]]] = []
+    monkeypatch.setattr(collector, "_WORKER_SET", False)
+    monkeypatch.setattr(gc, "freeze", lambda: asked.append(("freeze", ())))
+    monkeypatch.setattr(gc, "set_threshold", lambda *t: asked.append(("set_threshold", t)))
+    first, *rest = gc.get_threshold()
+    collector.set_for_worker()
+    collector.set_for_worker()
+    assert asked == [("freeze", ()), ("set_threshold", (max(first, YOUNG_THRESHOLD), *rest))]

@@ -1,0 +1,57 @@
+"""The cycle collector set up for a process while it runs conversations.
+
+Python's default collects the youngest generation every 700 allocations, and each full collection
+walks every object of the process again: the modules, the loaded suites, the plan, and in a Ray
+worker all of Ray. While runs go on, what existed before them is frozen (left alone by the
+collector) and the youngest objects are collected every ``YOUNG_THRESHOLD`` allocations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+from collections.abc import Iterator
+
+__all__ = ["YOUNG_THRESHOLD", "set_for_runs", "set_for_worker"]
+
+YOUNG_THRESHOLD = 7000
+"""Allocations between two collections of the youngest generation while runs go on (Python's
+default, 700, collects every few runs: each time it walks every object of the runs in flight)."""
+
+_LOCK = threading.Lock()
+"""Invocations in several threads: the first one sets the collector up, and puts it back."""
+_WORKER_SET = False
+
+
+@contextlib.contextmanager
+def set_for_runs() -> Iterator[None]:
+    """For the runs of one invocation, then put back. Nothing changes when something in the
+    process froze objects already (a server about to fork) or turned the collector off."""
+    with _LOCK:
+        if gc.get_freeze_count() or not gc.isenabled():
+            thresholds = None
+        else:
+            thresholds = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(thresholds[0], YOUNG_THRESHOLD), *thresholds[1:])
+    try:
+        yield
+    finally:
+        if thresholds is not None:
+            with _LOCK:
+                gc.set_threshold(*thresholds)
+                gc.unfreeze()
+
+
+def set_for_worker() -> None:
+    """For a process that exists to run conversations (a Ray worker), once, for good: what it
+    loaded before its first run is frozen and the youngest objects are collected less often."""
+    global _WORKER_SET
+    with _LOCK:
+        if _WORKER_SET or not gc.isenabled():
+            return
+        _WORKER_SET = True
+        gc.freeze()
+        first, *rest = gc.get_threshold()
+        gc.set_threshold(max(first, YOUNG_THRESHOLD), *rest)
