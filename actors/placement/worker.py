@@ -153,9 +153,9 @@ class RunWorker:
 
     def _shared(self) -> RunServices:
         """Made on first use, inside the worker's event loop (the HTTP client belongs to that loop);
-        then a worker in a process of its own sets the collector for runs (``tamesu.collector``)."""
+        then a worker in a process of its own sets the collector for runs (``tamesu.cycle_collector``)."""
         if self._services is None:
-            from tamesu.collector import set_for_worker
+            from tamesu.cycle_collector import set_for_worker
 
             from ..services import RunServices
 

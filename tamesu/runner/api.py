@@ -21,7 +21,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.collector import set_for_runs
+from tamesu.cycle_collector import set_for_runs
 from tamesu.errors import ClusterLost, UsageError
 from tamesu.runner.invocation import InvocationResult, Reporter, RunOptions
 from tamesu.runner.prepare import load_suites, needs_speech, plan_runs, router_factory

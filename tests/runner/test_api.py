@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from tamesu.collector import YOUNG_THRESHOLD, set_for_runs
+from tamesu.cycle_collector import YOUNG_THRESHOLD, set_for_runs
 
 pytestmark = pytest.mark.unit
 
@@ -47,13 +47,13 @@ def test_the_collector_comes_back_when_the_runs_fail() -> None:
 
 
 def test_a_worker_sets_its_collector_up_once_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tamesu import collector
+    from tamesu import cycle_collector
 
     asked: list[tuple[str, tuple[int, ...]]] = []
-    monkeypatch.setattr(collector, "_WORKER_SET", False)
+    monkeypatch.setattr(cycle_collector, "_WORKER_SET", False)
     monkeypatch.setattr(gc, "freeze", lambda: asked.append(("freeze", ())))
     monkeypatch.setattr(gc, "set_threshold", lambda *t: asked.append(("set_threshold", t)))
     first, *rest = gc.get_threshold()
-    collector.set_for_worker()
-    collector.set_for_worker()
+    cycle_collector.set_for_worker()
+    cycle_collector.set_for_worker()
     assert asked == [("freeze", ()), ("set_threshold", (max(first, YOUNG_THRESHOLD), *rest))]
