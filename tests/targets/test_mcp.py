@@ -338,6 +338,14 @@ tests:
 """
 
 
+async def run_with_model(tmp_path: Path, server: ModelServer, suite_text: str) -> Any:
+    """``suite_text`` run in a project whose ``scripted`` provider is the model ``server``."""
+    (tmp_path / "tamesu.yaml").write_text(f'providers:\n  scripted: {{ base_url: "{server.base_url}" }}\n')
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(suite_text)
+    return await run_async([suite], output=tmp_path / "runs")
+
+
 async def test_a_suite_asserts_on_the_calls_an_mcp_target_recorded(tmp_path: Path) -> None:
     async with serve_model_server() as server:
         server.queue(
@@ -345,12 +353,7 @@ async def test_a_suite_asserts_on_the_calls_an_mcp_target_recorded(tmp_path: Pat
             Reply(tool_calls=[("cancel_order", {"id": "A1"})]),
             Reply(text="Order A1 is cancelled."),
         )
-        (tmp_path / "tamesu.yaml").write_text(
-            f'providers:\n  scripted: {{ base_url: "{server.base_url}" }}\n'
-        )
-        suite = tmp_path / "mcp.yaml"
-        suite.write_text(SUITE.format(python=sys.executable, server=SERVER))
-        result = await run_async([suite], output=tmp_path / "runs")
+        result = await run_with_model(tmp_path, server, SUITE.format(python=sys.executable, server=SERVER))
         assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results]
         transcript = stored_transcripts(result.run_dir)[0]
         assert "order A1 cancelled" in json.dumps(transcript)
@@ -397,12 +400,7 @@ async def test_mcp_server_git_from_pypi_lists_its_tools_and_answers_through_a_su
             Reply(tool_calls=[("git_log", {"repo_path": str(repo), "max_count": 1})]),
             Reply(text="The last change set the return window to 30 days."),
         )
-        (tmp_path / "tamesu.yaml").write_text(
-            f'providers:\n  scripted: {{ base_url: "{server.base_url}" }}\n'
-        )
-        suite = tmp_path / "git.yaml"
-        suite.write_text(GIT_SUITE.format(python=sys.executable, repo=repo))
-        result = await run_async([suite], output=tmp_path / "runs")
+        result = await run_with_model(tmp_path, server, GIT_SUITE.format(python=sys.executable, repo=repo))
     assert result.exit_code == 0, [(r.error, r.assertions) for r in result.results]
     offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
     assert sorted(offered) == ["git_log", "git_show", "git_status"]
@@ -448,12 +446,8 @@ async def test_grounded_judges_an_mcp_target_s_answer_against_the_server_s_resul
         server.queue(
             Reply(tool_calls=[("lookup_order", {"id": "A1"})]), Reply(text=f"Order A1 arrives on {answer}.")
         )
-        (tmp_path / "tamesu.yaml").write_text(
-            f'providers:\n  scripted: {{ base_url: "{server.base_url}" }}\n'
-        )
-        suite = tmp_path / "grounded.yaml"
-        suite.write_text(GROUNDED_SUITE.format(python=sys.executable, server=SERVER))
-        result = await run_async([suite], output=tmp_path / "runs")
+        suite = GROUNDED_SUITE.format(python=sys.executable, server=SERVER)
+        result = await run_with_model(tmp_path, server, suite)
     (run,) = result.results
     (grounded,) = run.assertions
     judged = [r for r in server.requests if r.get("model") == "judge"]
