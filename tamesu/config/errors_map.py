@@ -9,6 +9,7 @@ the most relevant member of each union, and write the message in plain words wit
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import types
 import typing
@@ -222,7 +223,9 @@ def _to_config_error(e: _Raw, doc: YamlDoc, model: type | None) -> ConfigError:
     elif t in _TYPE_WORDS:
         expected = _TYPE_WORDS[t]
         if t in ("model_type", "dict_type", "model_attributes_type") and model is not None:
-            expected = _short_forms(model_at(model, path, doc.data)) + expected
+            at = model_at(model, path, doc.data)
+            expected = _short_forms(at) + expected
+            hint = _as_mapping_hint(at, path, e.input)
         message = f"expected {expected}, got {_got(e.input)}"
         if t == "string_type" and isinstance(e.input, (int, float)):
             hint = f'quote it: "{e.input}"'
@@ -254,6 +257,19 @@ def _short_forms(model: type | None) -> str:
         return ""
     words = [_PY_WORDS.get(t, t.__name__) for t in getattr(model, "__short_types__", (str,))]
     return "".join(f"{w} or " for w in dict.fromkeys(words))
+
+
+def _as_mapping_hint(model: type | None, path: KeyPath, value: Any) -> str:
+    """``did you mean dtmf_received: { equals: "42#" }?`` for a scalar where a one-key mapping goes."""
+    if model is None or not isinstance(value, (str, int, float)) or not path:
+        return ""
+    fields = _fields_by_key(model)
+    required = [key for key, f in fields.items() if f.is_required()]
+    keys = required if required else list(fields)
+    if len(keys) != 1 or not isinstance(path[-1], str):
+        return ""
+    shown = json.dumps(value) if isinstance(value, str) else str(value)
+    return f"did you mean {path[-1]}: {{ {keys[0]}: {shown} }}?"
 
 
 def _unwrap(tp: Any) -> list[Any]:

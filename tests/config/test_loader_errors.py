@@ -165,3 +165,10 @@ def test_model_at_and_accepted_keys_follow_the_data() -> None:
 def test_did_you_mean() -> None:
     assert did_you_mean("contians", ["contains", "regex"]) == "did you mean 'contains'?"
     assert did_you_mean("zzz", ["contains"]) == ""
+
+
+def test_a_scalar_for_a_one_key_mapping_suggests_the_mapping(tmp_path: Path) -> None:
+    err = one(tmp_path, '    assert:\n      - dtmf_received: "42#"\n')
+    assert err.message == "expected a mapping, got '42#'"
+    assert err.path == "tests[0].assert[0].dtmf_received"
+    assert err.hint == "did you mean dtmf_received: { equals: \"42#\" }?"
