@@ -171,4 +171,4 @@ def test_a_scalar_for_a_one_key_mapping_suggests_the_mapping(tmp_path: Path) -> 
     err = one(tmp_path, '    assert:\n      - dtmf_received: "42#"\n')
     assert err.message == "expected a mapping, got '42#'"
     assert err.path == "tests[0].assert[0].dtmf_received"
-    assert err.hint == "did you mean dtmf_received: { equals: \"42#\" }?"
+    assert err.hint == 'did you mean dtmf_received: { equals: "42#" }?'
