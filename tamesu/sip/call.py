@@ -82,6 +82,9 @@ class SipCall:
         self.sdp_version = 1
         self.end_reason: EndReason | None = None
         self.end_detail = ""
+        self.unreachable = False
+        """Nothing listens at the agent's address (ICMP port unreachable, TCP refused): not a call
+        that ended, an agent that is not there."""
         self.ended = asyncio.Event()
         self.answered = asyncio.Event()
         self.transfers: list[str] = []
@@ -123,6 +126,10 @@ class SipCall:
                 response = await asyncio.wait_for(asyncio.shield(t.final), ring_timeout)
             except asyncio.TimeoutError:
                 await self._cancel(t)
+                return
+            except ConnectionRefusedError as exc:
+                self.unreachable = True
+                self.end("error", str(exc))
                 return
             except (TimeoutError, ConnectionError, OSError) as exc:
                 self.end("error", str(exc))

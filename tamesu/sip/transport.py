@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 import ssl
 from collections.abc import Callable
@@ -34,8 +35,9 @@ class Peer(NamedTuple):
 
 
 class _Datagrams(asyncio.DatagramProtocol):
-    def __init__(self, sockets: SipSockets) -> None:
+    def __init__(self, sockets: SipSockets, sock: socket.socket) -> None:
         self.sockets = sockets
+        self.sock = sock
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         if data.strip(b"\r\n\x00 ") == b"":  # keep-alive
@@ -43,7 +45,52 @@ class _Datagrams(asyncio.DatagramProtocol):
         self.sockets.received(data, Peer("udp", addr[0], addr[1]))
 
     def error_received(self, exc: Exception) -> None:
+        if isinstance(exc, ConnectionRefusedError):
+            for addr in _refused_destinations(self.sock):
+                self.sockets.on_unreachable(
+                    Peer("udp", addr[0], addr[1]), "nothing listens there (ICMP port unreachable)"
+                )
         self.sockets.on_error(f"UDP: {exc}")
+
+
+def _refused_destinations(sock: socket.socket) -> list[tuple[str, int]]:
+    """The destinations of the datagrams an ICMP error came back for (Linux's IP_RECVERR error
+    queue names each one), read until the queue is empty."""
+    out: list[tuple[str, int]] = []
+    for _ in range(64):
+        try:
+            _, _, _, addr = sock.recvmsg(1, 1024, socket.MSG_ERRQUEUE)
+        except OSError:
+            break
+        if isinstance(addr, tuple) and len(addr) >= 2:
+            out.append((str(addr[0]), int(addr[1])))
+    return out
+
+
+def _udp_socket(host: str, port: int) -> socket.socket:
+    """A bound, non-blocking UDP socket that hears ICMP errors for the peers it sends to (on Linux,
+    an unconnected UDP socket hears them only with IP_RECVERR), so a call to a port where nothing
+    listens fails at once instead of ringing out."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        sock.setblocking(False)
+        level, option = (
+            (socket.IPPROTO_IPV6, _IPV6_RECVERR)
+            if family == socket.AF_INET6
+            else (socket.IPPROTO_IP, _IP_RECVERR)
+        )
+        with contextlib.suppress(OSError):
+            sock.setsockopt(level, option, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+_IP_RECVERR = getattr(socket, "IP_RECVERR", 11)
+_IPV6_RECVERR = getattr(socket, "IPV6_RECVERR", 25)
 
 
 class SipSockets:
@@ -55,11 +102,14 @@ class SipSockets:
         *,
         on_message: Callable[[SipMessage, Peer], None],
         on_error: Callable[[str], None],
+        on_unreachable: Callable[[Peer, str], None] = lambda peer, why: None,
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self.on_message = on_message
         self.on_error = on_error
+        self.on_unreachable = on_unreachable
+        """A peer that cannot be reached over UDP (an ICMP error came back for it)."""
         self.tls = tls
         self.port = 0
         self.udp: asyncio.DatagramTransport | None = None
@@ -73,8 +123,9 @@ class SipSockets:
         (a caller that only places calls needs no listener: its TCP connections are its own)."""
         loop = asyncio.get_running_loop()
         for _ in range(20):
+            sock = _udp_socket(self.host, port)
             self.udp, _ = await loop.create_datagram_endpoint(
-                lambda: _Datagrams(self), local_addr=(self.host, port)
+                functools.partial(_Datagrams, self, sock), sock=sock
             )
             _widen(self.udp)
             bound = int(self.udp.get_extra_info("sockname")[1])

@@ -61,7 +61,9 @@ class UserAgent:
     ) -> None:
         self.host = host
         self.user = user
-        self.sockets = SipSockets(host, on_message=self._received, on_error=self._error, tls=tls)
+        self.sockets = SipSockets(
+            host, on_message=self._received, on_error=self._error, on_unreachable=self._unreachable, tls=tls
+        )
         self.transactions: dict[tuple[str, str], Transaction] = {}
         self.calls: dict[str, SipCall] = {}
         self.on_invite: Callable[[SipMessage, Peer], None] | None = None
@@ -98,6 +100,12 @@ class UserAgent:
 
     def _error(self, text: str) -> None:
         self.errors.append(text)
+
+    def _unreachable(self, peer: Peer, why: str) -> None:
+        """Fail every open client transaction to ``peer``: nothing there will answer."""
+        for t in list(self.transactions.values()):
+            if t.peer == peer and not t.final.done():
+                t.final.set_exception(ConnectionRefusedError(f"{t.request.method} to {peer}: {why}"))
 
     # Client transactions.
 
@@ -152,7 +160,11 @@ class UserAgent:
                     t.final.set_exception(TimeoutError(f"no answer to {t.request.method} from {t.peer}"))
         except (ConnectionError, OSError) as exc:
             if not t.final.done():
-                t.final.set_exception(ConnectionError(f"{t.request.method} to {t.peer}: {exc}"))
+                if isinstance(exc, ConnectionRefusedError):
+                    why = "nothing listens there (connection refused)"
+                    t.final.set_exception(ConnectionRefusedError(f"{t.request.method} to {t.peer}: {why}"))
+                else:
+                    t.final.set_exception(ConnectionError(f"{t.request.method} to {t.peer}: {exc}"))
 
     async def send(self, msg: SipMessage, peer: Peer) -> None:
         self._trace("sent", msg)

@@ -200,6 +200,8 @@ class SipAdapter(TargetAdapter):
         call = await self._new_call(peer, call_id=f"{uuid.uuid4().hex}@{host}", local=local, remote=remote)
         ring = parse_duration(self.config.ring_timeout) if self.config.ring_timeout else DEFAULT_RING
         await call.dial(request_uri, ring_timeout=ring)
+        if call.unreachable:
+            raise TargetError(f"the SIP call to {request_uri}: {call.end_detail}")
 
     async def _await_call(self) -> None:
         """Listen, have the trigger make the agent call, and answer its INVITE."""

@@ -50,6 +50,15 @@ class Sipp:
     async def done(self) -> int:
         return await asyncio.wait_for(self.proc.wait(), 20)
 
+    async def bound_udp(self) -> None:
+        """Wait until SIPp's UDP socket is bound: an INVITE sent before would come back as ICMP port
+        unreachable, which tamesu rightly reports as an agent that is not there."""
+        needle = f":{self.port:04X} "
+        async with asyncio.timeout(20):
+            while not any(needle in Path(f).read_text() for f in ("/proc/net/udp", "/proc/net/udp6")):
+                assert self.proc.returncode is None, "SIPp exited"
+                await asyncio.sleep(0.05)  # polling the port, not standing in for an event
+
     async def accepting_tcp(self) -> None:
         """Wait until SIPp accepts TCP connections (a UDP INVITE is sent again until it listens; a
         TCP connection refused is not retried)."""
@@ -79,6 +88,8 @@ async def sipp(tmp_path: Path) -> AsyncIterator[object]:
         )  # fmt: skip
         agent = Sipp(proc, port)
         started.append(agent)
+        if "-t" not in options:
+            await agent.bound_udp()
         return agent
 
     yield start
@@ -202,6 +213,23 @@ async def test_an_inbound_call_from_the_trigger_is_answered_and_a_turn_works(
     assert turn[-1].first_audio_at is not None, "the agent (SIPp echoing RTP) was heard"
     await phone.stop()
     assert await agent.done() == 0, "SIPp's call was answered, acknowledged and ended with tamesu's BYE"
+
+
+@pytest.mark.parametrize("transport", ["udp", "tcp"])
+async def test_a_call_to_an_address_where_nothing_listens_is_an_infrastructure_error(
+    calls: Calls, transport: str
+) -> None:
+    from tamesu.errors import TargetError
+
+    port = free_port()  # bound and released: nothing listens there, so UDP gets ICMP port unreachable
+    uri = f"sip:agent@127.0.0.1:{port};transport={transport}"
+    why = "ICMP port unreachable" if transport == "udp" else "connection refused"
+    with pytest.raises(TargetError) as info:
+        await calls.target({"type": "sip", "to": uri, "ring_timeout": "20s"})
+    assert str(info.value) == (
+        f"the SIP call to {uri}: INVITE to {transport}:127.0.0.1:{port}: nothing listens there ({why})"
+    )
+    assert info.value.retryable and info.value.kind == "agent"
 
 
 async def test_a_number_needs_a_proxy(calls: Calls) -> None:
