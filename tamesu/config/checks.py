@@ -435,9 +435,11 @@ _NAMESPACE_WHERE = {
     "session": "only for names captured by the target's session.open or request.handshake",
     "sent": "only in response.poll, for names in request.capture",
     "listen": "only in a target with response.listen",
-    "sip": "only in sip targets",
+    "sip": "in sip targets and hooks (sip.inbound_uri in a hook needs sip.inbound_port or a port in sip.inbound_number)",
 }
 _ANY: None = None
+SIP_NAMES = frozenset({"inbound_number", "inbound_uri"})
+"""What ``{{sip.…}}`` offers (``config.sip_inbound``)."""
 
 
 @dataclass(frozen=True)
@@ -503,7 +505,8 @@ def _check_templates(
             continue
         _walk_templates(ctx, value, (key,), anywhere)
     for key, value in (data.get("hooks") or {}).items():
-        where = base.plus(bare=("session",)) if key.endswith("_each") else base
+        where = base.plus(sip=SIP_NAMES)
+        where = where.plus(bare=("session",)) if key.endswith("_each") else where
         where = where.plus(captured=all_captured) if key == "after_each" else where
         _walk_templates(ctx, value, ("hooks", key), where)
     for name, target in targets.items():
@@ -513,7 +516,7 @@ def _check_templates(
         if _get(target, "response", "listen") is not None:
             where = where.plus(listen=_ANY)
         if _get(target, "type") == "sip":
-            where = where.plus(sip=_ANY)
+            where = where.plus(sip=SIP_NAMES)
         _walk_target(ctx, target, ("targets", name), where)
     for i, test in tests_of(data):
         target_caps = session_caps.get(test.get("target"), frozenset())

@@ -7,12 +7,14 @@ the keys a file actually set, so a documented default never hides a value from a
 
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from tamesu.config.assertion import Assertion
 from tamesu.config.common import ConfigModel, Duration, F, Hook, PositiveInt, StrMap
 from tamesu.config.load_profile import LoadProfile
 from tamesu.config.reporting import History, Statistics, Telemetry
+from tamesu.config.sip_inbound import inbound_address
 
 if TYPE_CHECKING:
     from tamesu.config.suite import Suite, Test
@@ -196,8 +198,9 @@ class SipConfig(ConfigModel):
         default=None,
     )
     inbound_number: str | None = F(
-        "The number (E.164) inbound agents are made to call; {{sip.inbound_number}} renders to the "
-        "SIP URI tamesu listens on, with this number as its user part.",
+        "The number (E.164) inbound agents are made to call, or the SIP URI tamesu listens on for them "
+        "(sip:+34910000001@10.0.0.5:5070); {{sip.inbound_number}} renders to the number, "
+        "{{sip.inbound_uri}} to the URI.",
         "+34910000001",
         default=None,
     )
@@ -226,6 +229,16 @@ class SipConfig(ConfigModel):
         ge=1,
         le=65535,
     )
+
+    @model_validator(mode="after")
+    def _inbound_address(self) -> "SipConfig":
+        texts = (self.inbound_number or "", self.bind or "")
+        if not any("{{" in t or "${" in t for t in texts):
+            try:
+                inbound_address(self.inbound_number, bind=self.bind, port=self.inbound_port)
+            except ValueError as exc:
+                raise PydanticCustomError("sip_inbound", str(exc)) from None
+        return self
 
 
 class LiveKitConfig(ConfigModel):

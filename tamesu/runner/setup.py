@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 from tamesu.errors import SecretError, TemplateError
 
 if TYPE_CHECKING:
-    from tamesu.config import Hook
+    from tamesu.config import Hook, Project
     from tamesu.config.loader import LoadedSuite
     from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor
     from tamesu.templates import Scope
 
-__all__ = ["Budget", "SuiteSetup", "suite_setups"]
+__all__ = ["Budget", "SuiteSetup", "sip_values", "suite_setups"]
 
 
 @dataclass
@@ -146,8 +146,26 @@ def _setup(
         after_all=collect_hooks("after_all", project, suite),
         before_each=collect_hooks("before_each", project, suite),
         after_each=collect_hooks("after_each", project, suite),
-        scope=Scope({"vars": variables}, resolvers={"secrets": secret}),
+        scope=Scope({"vars": variables, "sip": sip_values(project)}, resolvers={"secrets": secret}),
         secrets=values,
         budget=Budget(max_cost_usd=caps.max_cost_usd, max_tokens=caps.max_tokens),
     )
     return setup, [why(i) if problems else None for i in tests]
+
+
+def sip_values(project: Project | None) -> dict[str, str]:
+    """What hooks know of ``sip.``: the inbound number, and the inbound URI when its port is fixed
+    (``sip.inbound_port`` or a port in ``inbound_number``); a sip target's own scope has both."""
+    from tamesu.config.sip_inbound import inbound_address
+
+    sip = project.sip if project is not None else None
+    if sip is None or "{{" in f"{sip.inbound_number or ''}{sip.bind or ''}":
+        return {}
+    try:
+        address = inbound_address(sip.inbound_number, bind=sip.bind, port=sip.inbound_port)
+    except ValueError:
+        return {}
+    values = {"inbound_number": address.number}
+    if address.port is not None:
+        values["inbound_uri"] = address.uri(address.host or "127.0.0.1", address.port)
+    return values

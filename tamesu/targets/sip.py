@@ -8,8 +8,9 @@ digits arrive either way (events, INFO, or tones heard in its audio).
 
 ``to`` is a SIP URI (``sip:agent@10.0.0.7:5080;transport=tcp``, called directly) or an E.164
 number, called as ``sip:NUMBER@PROXY`` through ``sip.proxy`` in tamesu.yaml, answering its digest
-challenges with ``sip.username`` / ``sip.password``. Inbound, tamesu listens and
-``{{sip.inbound_number}}`` renders to its SIP URI; the ``trigger`` makes the agent call it.
+challenges with ``sip.username`` / ``sip.password``. Inbound, tamesu listens where
+``sip.inbound_number`` says (``config.sip_inbound``); ``{{sip.inbound_number}}`` renders to the
+number and ``{{sip.inbound_uri}}`` to the URI, and the ``trigger`` makes the agent call it.
 With ``trunk_id`` (or ``sip.outbound_trunk_id``) the call goes through LiveKit's SIP API instead
 (``sip_livekit``). The call's SIP dialogue is kept in the transcript's events (``SipTrace``), how
 it ended as ``CallEnded`` and a REFER as ``CallTransferred``.
@@ -205,15 +206,22 @@ class SipAdapter(TargetAdapter):
 
     async def _await_call(self) -> None:
         """Listen, have the trigger make the agent call, and answer its INVITE."""
+        from tamesu.config.sip_inbound import inbound_address
         from tamesu.sip.call import callee_ends
         from tamesu.sip.ua import new_tag
 
-        host = self._setting("bind") or "127.0.0.1"
-        port = int(getattr(self.project, "inbound_port", None) or 0)
-        ua = await self._open_ua(host, port, tcp=True)
-        number = (self._setting("inbound_number") or "tamesu").replace(" ", "")
-        uri = f"sip:{number}@{host}:{ua.port}"
-        self.ctx.scope.set("sip", {"inbound_number": uri})
+        try:
+            address = inbound_address(
+                self._setting("inbound_number"),
+                bind=self._setting("bind"),
+                port=getattr(self.project, "inbound_port", None),
+            )
+        except ValueError as exc:
+            raise TargetError(f"sip.{exc}", retryable=False, kind="config") from None
+        host = address.host or "127.0.0.1"
+        ua = await self._open_ua(host, address.port or 0, tcp=True)
+        uri = address.uri(host, ua.port)
+        self.ctx.scope.set("sip", {"inbound_number": address.number, "inbound_uri": uri})
         invites: asyncio.Queue[tuple[SipMessage, Peer]] = asyncio.Queue(1)
 
         def incoming(msg: SipMessage, peer: Peer) -> None:

@@ -178,17 +178,20 @@ async def test_rfc4733_digits_from_the_agent_are_received(calls: Calls, sipp: ob
 
 
 @needs_sipp
+@pytest.mark.parametrize("written", ["number", "uri"])
 async def test_an_inbound_call_from_the_trigger_is_answered_and_a_turn_works(
-    calls: Calls, sipp: object
+    calls: Calls, sipp: object, written: str
 ) -> None:
     from aiohttp import web
 
     from tamesu.sip.message import SipUri
 
     agents: list[Sipp] = []
+    asked: list[dict[str, str]] = []
 
     async def make_the_agent_call(request: web.Request) -> web.Response:
-        uri = SipUri.parse((await request.json())["to"])
+        asked.append(await request.json())
+        uri = SipUri.parse(asked[-1]["uri"])
         agent = await sipp("inbound_call.xml", "-rtp_echo", "-s", uri.user, f"{uri.host}:{uri.port}")  # type: ignore[operator]
         agents.append(agent)
         return web.json_response({"calling": str(uri)})
@@ -196,17 +199,29 @@ async def test_an_inbound_call_from_the_trigger_is_answered_and_a_turn_works(
     app = web.Application()
     app.router.add_post("/call", make_the_agent_call)
     base = (await calls.serve(app)).replace("ws://", "http://")
+    body = {"number": "{{sip.inbound_number}}", "uri": "{{sip.inbound_uri}}"}
     config = {
         "type": "sip",
         "direction": "inbound",
-        "trigger": {"http": {"url": f"{base}/call", "body": {"to": "{{sip.inbound_number}}"}}},
+        "trigger": {"http": {"url": f"{base}/call", "body": body}},
     }
-    phone = await calls.target(config, sip=SipConfig(inbound_number="+15550199"))
+    port = free_port()
+    project = (
+        SipConfig(inbound_number="+15550199")
+        if written == "number"
+        else SipConfig(inbound_number=f"sip:+15550199@127.0.0.1:{port}")
+    )
+    phone = await calls.target(config, sip=project)
     [agent] = agents
+    [sent] = asked
+    assert sent["number"] == "+15550199"
+    assert sent["uri"].startswith("sip:+15550199@127.0.0.1:")
+    if written == "uri":
+        assert sent["uri"] == f"sip:+15550199@127.0.0.1:{port}", "tamesu listens on the URI it was given"
     greeting = await collect(phone)
     invite = events(greeting, SipTrace)[0]
     assert (invite.direction, invite.line.split()[0]) == ("received", "INVITE")
-    assert invite.line.startswith("INVITE sip:+15550199@127.0.0.1:")
+    assert invite.line == f"INVITE {sent['uri']} SIP/2.0"
     assert ("sent", "SIP/2.0 200 OK") in [(e.direction, e.line) for e in events(greeting, SipTrace)]
     turn = await collect(phone, UserTurn(text="hello there"))
     assert isinstance(turn[-1], AgentTurn) and not turn[-1].done
