@@ -26,6 +26,7 @@ __all__ = [
     "metrics_markdown",
     "percentile",
     "resolve_metric",
+    "shown_metrics",
 ]
 
 Compute = Callable[["Transcript"], "float | None"]
@@ -135,6 +136,19 @@ def _series(name: str, what: str, series: Callable[[Transcript], list[float]]) -
         f"{name}_max": Metric(f"{what}: slowest agent turn", "ms", _max(series), series=series, stat="max"),
         f"{name}_mean": Metric(f"{what}: mean over agent turns", "ms", _mean(series), series=series, stat="mean"),
     }  # fmt: skip
+
+
+def shown_metrics(values: dict[str, float]) -> dict[str, float]:
+    """The metrics as a report lists them: a series whose six statistics are one value (a run of
+    one agent turn) is that value once, under the series' name (``turn_latency_ms``)."""
+    shown = dict(values)
+    for name in _SERIES:
+        stats = [shown.get(f"{name}_{stat}") for stat in _STATS]
+        if stats[0] is not None and all(value == stats[0] for value in stats):
+            for stat in _STATS:
+                del shown[f"{name}_{stat}"]
+            shown[name] = stats[0]
+    return dict(sorted(shown.items()))
 
 
 def _stats(values: list[float]) -> tuple[float, ...]:

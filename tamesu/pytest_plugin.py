@@ -45,6 +45,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered always, so ``--strict-markers`` and ``-W error`` accept ``-m tamesu`` and the items' marker.
+    config.addinivalue_line("markers", "tamesu: a test of a tamesu suite (collected with --tamesu)")
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if not parent.config.getoption("tamesu", default=False):
         return None

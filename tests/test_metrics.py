@@ -11,6 +11,7 @@ from tamesu.metrics import (
     metrics_markdown,
     percentile,
     resolve_metric,
+    shown_metrics,
 )
 
 pytestmark = pytest.mark.unit
@@ -93,3 +94,12 @@ def test_compact_markdown_groups_the_percentile_series() -> None:
     assert "`turn_latency_ms_{p50/p90/p95/p99/max/mean}`" in text
     assert "`turn_latency_ms_p95`" not in text
     assert "`silence_ms_max`" in text and "`llm_cost_usd`" in text
+
+
+def test_a_report_shows_a_one_turn_series_as_one_value_and_a_longer_one_in_full() -> None:
+    one = Transcript(turns=[Turn(role="agent", text="hi", sent_at=1.0, first_byte_at=1.25)])
+    shown = shown_metrics(compute_metrics(one))
+    assert shown["turn_latency_ms"] == pytest.approx(250.0)
+    assert not [name for name in shown if name.startswith("turn_latency_ms_")]
+    four = shown_metrics(compute_metrics(_timed()))
+    assert "turn_latency_ms" not in four and four["turn_latency_ms_p95"] == pytest.approx(895.0)

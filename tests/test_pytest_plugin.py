@@ -88,3 +88,17 @@ def test_an_invalid_suite_is_a_collection_error_naming_the_line(suites: pytest.P
     result = suites.runpytest_subprocess("--tamesu", "suites/broken.yaml")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*broken.yaml:5:5*tagets*"])
+
+
+def test_the_plugin_runs_under_strict_markers_with_warnings_as_errors(suites: pytest.Pytester) -> None:
+    # pytest-asyncio (installed beside tamesu here) warns when this is unset; a project sets it
+    suites.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    strict = ("--strict-markers", "-W", "error", "-p", "no:cacheprovider")
+    result = suites.runpytest_subprocess("--tamesu", "suites/", *strict, "-m", "tamesu and smoke")
+    result.assert_outcomes(passed=1, deselected=5)
+    assert "PytestUnknownMarkWarning" not in result.stdout.str() + result.stderr.str()
+
+
+def test_the_tamesu_marker_is_registered_without_the_option(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.tamesu: *"])

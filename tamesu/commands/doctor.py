@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from tamesu.commands import EXIT_OK
-from tamesu.untrusted import paint, table
+from tamesu.untrusted import paint, printable, table
 
 __all__ = ["Check", "add_arguments", "checks", "extras", "run"]
 
@@ -120,8 +120,15 @@ def run(args: argparse.Namespace) -> int:
     print(_painted(table(lines, header=["WHAT", "FOR", "STATUS", "FOUND", "INSTALL"], color=color), color))
     print()
     extra_rows = [r for r in rows if r.part == "extra"]
-    lines = [[f"tamesu[{r.name}]", _status(r), r.enables, r.hint or "-"] for r in extra_rows]
-    print(_painted(table(lines, header=["EXTRA", "STATUS", "ENABLES", "INSTALL"], color=color), color))
+    lines = [[r.name, _status(r), r.enables] for r in extra_rows]
+    header = ["EXTRA", "STATUS", "ENABLES (pip install 'tamesu[EXTRA]')"]
+    text = _painted(table(lines, header=header, color=color), color).splitlines()
+    # a missing extra's install line goes under its row, so no line is wider than a terminal
+    print(text[0])
+    for line, row in zip(text[1:], extra_rows):
+        print(line)
+        if row.hint:
+            print(f"  -> {printable(row.hint)}")
     missing = sum(not r.ok for r in rows)
     print(f"{len(rows) - missing} ok, {missing} missing (only the parts your suites use are needed)")
     return EXIT_OK

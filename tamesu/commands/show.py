@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         # ASCII only: C1 controls and bidi overrides an agent sent stay escapes on a terminal too
         sys.stdout.write(json.dumps(msgspec.to_builtins(transcript), ensure_ascii=True) + "\n")
         return EXIT_OK
-    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    # off a terminal nothing is wrapped: a pipe or a log reads each turn whole
+    width = min(shutil.get_terminal_size((100, 24)).columns, 120) if sys.stdout.isatty() else None
     color = bool(getattr(args, "use_color", False))
     sys.stdout.write(render_run(result, directory.transcript(result), color=color, width=width))
     return EXIT_OK

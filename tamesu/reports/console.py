@@ -4,8 +4,10 @@ Rich is imported only when a reporter is made, so ``import tamesu`` stays light.
 there is a progress bar (done/total, passed, failed, errors, elapsed, ETA); anywhere else (CI logs,
 pipes) one plain line per finished run. The summary is a table per test, then for each failure
 the failing assertion with expected vs seen and the last turns of the conversation, then each
-error's message, then the red-team findings by severity, then one line of totals. Every string printed passes through the redactor, then
-``printable``: what an agent said never reaches the terminal as control sequences.
+error's message, then the red-team findings by severity, then one line of totals. Every string
+printed passes through the redactor, then ``printable``: what an agent said never reaches the
+terminal as control sequences. Off a terminal no line of text is wrapped (a log or a test reads
+a note, an error or a path whole); only the table is laid out at 120 columns.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class ConsoleReporter(Reporter):
             highlight=False,
             emoji=False,
             width=width or (None if tty else 120),
+            soft_wrap=not tty,
         )
         self._progress: Any = None
         self._task: Any = None

@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tamesu.metrics import shown_metrics
 from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_findings import findings_section
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
@@ -232,7 +233,7 @@ def _run(run: RunDirectory, r: RunResult, *, open_: bool, max_audio_bytes: int) 
         parts.append(f'<p class="note">transcript {h(r.transcript_file)} could not be read</p>')
     if r.metrics:
         cells = "".join(
-            f"<div><span>{h(k)}</span> <b>{_number(v)}</b></div>" for k, v in sorted(r.metrics.items())
+            f"<div><span>{h(k)}</span> <b>{_number(v)}</b></div>" for k, v in shown_metrics(r.metrics).items()
         )
         parts.append(f'<h4>Metrics</h4><div class="metrics">{cells}</div>')
     parts.append("</details>")
@@ -244,19 +245,27 @@ def _number(value: float) -> str:
 
 
 def _checks(results: list[AssertionResult]) -> str:
+    """The assertions' table; a column no check fills (passing checks show no ``seen``) is left out."""
+    columns = [
+        ("expected", any(a.expected is not None for a in results)),
+        ("seen", any(a.actual is not None for a in results)),
+        ("why", any(a.message for a in results)),
+    ]
     rows = []
     for a in results:
         mark, cls = ("ERROR", "err") if a.error else (("PASS", "ok") if a.passed else ("FAIL", "bad"))
         where = f" (turn {h(a.on_turn)})" if a.on_turn is not None else ""
-        rows.append(
-            f'<tr><td class="{cls}">{mark}</td><td>{h(a.name)}{where}</td>'
-            f"<td><pre>{_value(a.expected) if a.expected is not None else ''}</pre></td>"
-            f"<td><pre>{_value(a.actual) if a.actual is not None else ''}</pre></td>"
-            f'<td class="value">{h(a.message)}</td></tr>'
-        )
+        cells = {
+            "expected": f"<td><pre>{_value(a.expected) if a.expected is not None else ''}</pre></td>",
+            "seen": f"<td><pre>{_value(a.actual) if a.actual is not None else ''}</pre></td>",
+            "why": f'<td class="value">{h(a.message)}</td>',
+        }
+        shown = "".join(cells[name] for name, used in columns if used)
+        rows.append(f'<tr><td class="{cls}">{mark}</td><td>{h(a.name)}{where}</td>{shown}</tr>')
+    heads = "".join(f"<th>{name}</th>" for name, used in columns if used)
     return (
-        '<h4>Assertions</h4><table class="checks"><thead><tr><th></th><th>check</th><th>expected</th>'
-        f"<th>seen</th><th>why</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        '<h4>Assertions</h4><table class="checks"><thead><tr><th></th><th>check</th>'
+        f"{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 

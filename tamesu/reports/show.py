@@ -11,6 +11,7 @@ import json
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from tamesu.metrics import shown_metrics
 from tamesu.reports.junit import assertion_line
 from tamesu.untrusted import paint, printable
 
@@ -31,8 +32,11 @@ def _value(value: Any) -> str:
     return printable(text)
 
 
-def render_run(r: RunResult, transcript: Transcript | None, *, color: bool = False, width: int = 100) -> str:
-    """The run's header, transcript, assertions, captures and metrics."""
+def render_run(
+    r: RunResult, transcript: Transcript | None, *, color: bool = False, width: int | None = 100
+) -> str:
+    """The run's header, transcript, assertions, captures and metrics; ``width`` None (output that
+    is not a terminal) wraps nothing, so a pipe or a log reads every line whole."""
     lines: list[str] = []
     title = f"{printable(r.suite)} / {printable(r.run_id)}"
     facts = [paint(r.outcome.upper(), _STYLE.get(r.outcome, "bold"), color), f"{r.duration:.2f}s"]
@@ -62,12 +66,18 @@ def render_run(r: RunResult, transcript: Transcript | None, *, color: bool = Fal
         lines += [f"  {printable(k)} = {_value(v)}" for k, v in transcript.captures.items()]
     if r.metrics:
         lines += ["", paint("metrics", "bold", color)]
-        shown = [f"{k} {v:g}" for k, v in sorted(r.metrics.items())]
-        lines += textwrap.wrap("  ·  ".join(shown), width, initial_indent="  ", subsequent_indent="  ")
+        shown = [f"{k} {v:g}" for k, v in shown_metrics(r.metrics).items()]
+        lines += _wrap("  ·  ".join(shown), width, "  ")
     return "\n".join(lines) + "\n"
 
 
-def _turn(turn: Turn, *, color: bool, width: int) -> list[str]:
+def _wrap(text: str, width: int | None, indent: str) -> list[str]:
+    if width is None:
+        return [indent + text]
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent) or [indent]
+
+
+def _turn(turn: Turn, *, color: bool, width: int | None) -> list[str]:
     who = "user " if turn.role == "user" else "agent"
     label = paint(who, "blue" if turn.role == "user" else "bold", color)
     notes = []
@@ -80,17 +90,11 @@ def _turn(turn: Turn, *, color: bool, width: int) -> list[str]:
     head = f"{label} {paint('(' + ', '.join(notes) + ')', 'dim', color)}" if notes else label
     out = [head]
     body = printable(turn.text) or "(nothing said)"
+    inner = None if width is None else width - 4
     for paragraph in body.splitlines() or [""]:
-        out += textwrap.wrap(paragraph, width - 4, initial_indent="    ", subsequent_indent="    ") or [
-            "    "
-        ]
+        out += _wrap(paragraph, inner, "    ")
     if turn.reasoning:
-        out += textwrap.wrap(
-            f"why: {printable(turn.reasoning)}",
-            width - 4,
-            initial_indent="    ",
-            subsequent_indent="    ",
-        )
+        out += _wrap(f"why: {printable(turn.reasoning)}", inner, "    ")
     for call in turn.tool_calls:
         out.append(f"    {paint('tool', 'dim', color)} {printable(call.name)} {_value(call.args)}")
         if call.result is not None:

@@ -153,3 +153,11 @@ def test_failed_only_leaves_passed_tests_and_runs_out(
     reporter.run_finished(_run("refund", "failed"))
     lines = out.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("FAIL  support / refund#1")
+
+
+def test_notes_errors_and_paths_are_never_wrapped_when_not_a_terminal(redactor: Redactor) -> None:
+    out = io.StringIO()
+    reporter = ConsoleReporter(stream=out, redactor=redactor, color="never")
+    long_path = "/tmp/" + "nested-folder/" * 20 + "history.db"
+    reporter.note(f"history not recorded: {long_path}: file is not a database")
+    assert out.getvalue() == f"note: history not recorded: {long_path}: file is not a database\n"

@@ -217,3 +217,17 @@ def test_a_load_test_shows_its_percentiles_over_time(browser: Any, tmp_path: Pat
     assert "Turn latency (ms)" in load.inner_text() and "Throughput (calls/s)" in load.inner_text()
     assert load.locator(".chart polyline").count() >= 3
     assert view.errors == []
+
+
+@pytest.mark.unit
+def test_passing_checks_leave_out_the_empty_seen_column_and_one_turn_shows_one_latency(
+    shop: RunDirectory,
+) -> None:
+    articles = {
+        re.sub(r"<[^>]+>", "", m.group(1)): m.group(0)
+        for m in re.finditer(r"<article .*?<h3[^>]*>(.*?)</h3>.*?</article>", render_html(shop), re.S)
+    }
+    greets = next(text for name, text in articles.items() if "greets" in name)
+    hostile = next(text for name, text in articles.items() if "hostile reply" in name)
+    assert "<th>seen</th>" not in greets and "<th>seen</th>" in hostile
+    assert ">turn_latency_ms<" in greets and "turn_latency_ms_p95" not in greets

@@ -72,3 +72,13 @@ def test_report_writes_the_latest_run_and_a_named_file(
     assert main(["report", str(latest), "--out", str(project / "out" / "r.html")]) == 0
     assert (project / "out" / "r.html").is_file()
     assert main(["report", "no-such-run"]) == 2
+
+
+def test_show_lists_one_value_for_the_statistics_of_a_one_turn_run(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["show", "greets"]) == 0
+    [metrics] = capsys.readouterr().out.split("\nmetrics\n")[1:]
+    assert "turn_latency_ms " in metrics and "turn_latency_ms_p" not in metrics and "_mean" not in metrics
+    assert len(metrics.strip().splitlines()) == 1  # not a terminal: one line, never wrapped
