@@ -152,6 +152,12 @@ class Defaults(ConfigModel):
         {"turn_latency_ms_p95": 3000, "llm_cost_usd": 0.05},
         default_factory=dict,
     )
+    strict: bool = F(
+        "A check that was skipped (no model, key or extra for it) makes its run an error, and a "
+        "judge's inconclusive answer a failure (as tamesu run --strict).",
+        True,
+        default=False,
+    )
 
 
 Size = Annotated[
