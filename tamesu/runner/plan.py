@@ -127,7 +127,7 @@ def plan(
             counterpart_target=counterpart,
             remote_agents=remote,
             limits=limits,
-            strict=strict or defaults.strict,
+            strict=strict or (project is not None and project.defaults.strict),
         )
         for expanded in expansions:
             if filter and not matches_filter(expanded.test_id, filter):

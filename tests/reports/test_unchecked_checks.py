@@ -129,8 +129,13 @@ def _skipped(result: InvocationResult) -> int:
     return sum(len(t.skipped_checks) for t in result.tests)
 
 
-async def test_strict_makes_a_skipped_check_an_error_that_names_it(tmp_path: Path) -> None:
-    result = await red_team(tmp_path, strict=True)
+@pytest.mark.parametrize("where", ["--strict", "tamesu.yaml defaults.strict"])
+async def test_strict_makes_a_skipped_check_an_error_that_names_it(tmp_path: Path, where: str) -> None:
+    if where == "--strict":
+        result = await red_team(tmp_path, strict=True)
+    else:
+        (tmp_path / "tamesu.yaml").write_text("defaults: { strict: true }\n")
+        result = await red_team(tmp_path)
     assert result.exit_code == 3
     policy = next(t for t in result.tests if t.test_id == "red_team/crescendo/policy_crescendo")
     assert policy.verdict == "error"
