@@ -79,6 +79,9 @@ class Turn(msgspec.Struct, kw_only=True, gc=False):
     unread: str | None = None
     """Why an agent turn is empty though its reply had a body: a response path matched nothing
     (``response.text $.reply matched nothing; the reply's keys: answer, id``)."""
+    refusal: str | None = None
+    """The agent refused the user turn at its protocol's level, in one line (a SIP call refused
+    with ``403 Forbidden``); an HTTP status of 400 or more says so on its own (``status``)."""
 
     @property
     def latency_ms(self) -> float | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tamesu.runner.rates import RateRule, Stop, completion_order, observation
+from tamesu.runner.unanswered import unanswered
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import Outcome, RunResult
@@ -92,6 +93,8 @@ def result_of(
     from the assertions and the error; metrics and turns from the transcript, when there is one)."""
     from tamesu.kernel.outcome import RunResult
 
+    if error is None and (why := unanswered(spec, transcript)) is not None:
+        error, error_kind = why, "agent"
     if error is None and (why := strict_error(spec, results)) is not None:
         error, error_kind = why, "skipped"
     findings = []
