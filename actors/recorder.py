@@ -295,6 +295,8 @@ class Recorder(Actor):
             end_at=msg.end_at if complete else None,
             first_audio_at=msg.first_audio_at,
             audio=_segments(msg.audio) if msg.audio else [],
+            unread=msg.unread if not text else None,
+            refusal=msg.refusal,
         )
         self.transcript.turns.append(turn)
         if (

@@ -2,7 +2,9 @@
 claim checking against a context, and value extraction.
 
 Verdicts come back as structured output (a JSON schema); an answer that does not fit is a
-``ModelError`` — the caller turns it into an error result, never a pass or a fail.
+``ModelError`` — the caller turns it into an error result, never a pass or a fail. A judge may
+also answer that it cannot tell (the evidence shows it neither way): an inconclusive verdict,
+which the caller reports as such, not as a pass or a fail.
 """
 
 from __future__ import annotations
@@ -53,18 +55,32 @@ class Verdict:
     score: float | None
     reason: str
     model: str
+    inconclusive: bool = False
+    """The judge could not tell from the evidence (then ``passed`` is False and ``score`` None)."""
 
 
+_CANNOT_TELL = {
+    "type": "boolean",
+    "description": "true only when the evidence shows it neither way, so no verdict can be given",
+}
 _BINARY = {
     "type": "object",
-    "properties": {"reason": {"type": "string"}, "passed": {"type": "boolean"}},
-    "required": ["reason", "passed"],
+    "properties": {"reason": {"type": "string"}, "cannot_tell": _CANNOT_TELL, "passed": {"type": "boolean"}},
+    "required": ["reason", "cannot_tell", "passed"],
 }
 _SCALE = {
     "type": "object",
-    "properties": {"reason": {"type": "string"}, "score": {"type": "integer", "minimum": 1, "maximum": 5}},
-    "required": ["reason", "score"],
+    "properties": {
+        "reason": {"type": "string"},
+        "cannot_tell": _CANNOT_TELL,
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+    },
+    "required": ["reason", "cannot_tell", "score"],
 }
+_OFFER = (
+    " If the evidence shows it neither way (the conversation never touches it), set cannot_tell "
+    "to true instead of guessing; otherwise set it to false."
+)
 
 
 async def grade(
@@ -83,7 +99,7 @@ async def grade(
         "Does it satisfy the rubric? Give your reason first, then passed (true or false)."
         if scale == "binary"
         else "Score how well it satisfies the rubric from 1 (not at all) to 5 (fully). Reason first, then score."
-    )
+    ) + _OFFER
     prompt = f"Rubric: {rubric}\n\nThe {what}:\n{evidence}\n\n{ask}"
     answer = await router.complete(
         "judge",
@@ -95,6 +111,8 @@ async def grade(
     )
     data = answer.data
     reason = str(data.get("reason", "")) if isinstance(data, dict) else ""
+    if isinstance(data, dict) and data.get("cannot_tell") is True:
+        return Verdict(False, None, reason, answer.model, inconclusive=True)
     if scale == "binary":
         if not isinstance(data, dict) or not isinstance(data.get("passed"), bool):
             raise ModelError(f"the judge's answer has no passed verdict: {str(data)[:200]}")

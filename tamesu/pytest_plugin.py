@@ -142,12 +142,15 @@ class TamesuItem(pytest.Item):
             return
         if run.outcome == "quarantined":
             pytest.xfail(f"quarantined: {run.quarantine or spec.quarantine}")
+        if run.outcome == "inconclusive":
+            unsure = next((a for a in run.assertions if a.inconclusive), None)
+            pytest.skip(f"inconclusive: {assertion_line(unsure) if unsure else run.run_id}")
         if verdict is not None and verdict.verdict == "passed":
             pytest.xfail(f"this repeat {run.outcome}; the test passed ({verdict.pass_count})")
         lines = [f"{run.outcome}: {spec.suite} / {run.run_id}"]
         if run.error:
             lines.append(f"  error: {run.error}")
-        lines += [f"  {assertion_line(a)}" for a in run.assertions if not a.passed]
+        lines += [f"  {assertion_line(a)}" for a in run.assertions if a.state != "passed"]
         if verdict is not None:
             lines.append(f"  verdict: {verdict.verdict} ({verdict.pass_count})")
         if result.run_dir is not None and run.transcript_file:

@@ -131,7 +131,7 @@ def _run_span(tracer: Any, context: Any, run: RunResult, transcript: Transcript 
         f"run {run.run_id}", context=context, start_time=_ns(run.started_at), attributes=attributes
     )
     if run.outcome in ("failed", "error"):
-        failed = [a.name for a in run.assertions if not a.passed]
+        failed = [a.name for a in run.assertions if a.state in ("failed", "error")]
         span.set_status(Status(StatusCode.ERROR, run.error or f"failed: {', '.join(failed)}"))
     if transcript is not None:
         inner = trace.set_span_in_context(span)

@@ -162,6 +162,10 @@ async def _judge_summary(
         )
     except TamesuError as exc:
         return AssertionResult.failed_to_evaluate(f"handoff summary: {exc}")
+    if verdict.inconclusive:
+        return AssertionResult.cannot_tell(
+            expected=expected, actual=actual, message=f"the judge cannot tell: {verdict.reason}"
+        )
     message = f"summary {'meets' if verdict.passed else 'fails'} the rubric: {verdict.reason}"
     return AssertionResult.of(verdict.passed, expected=expected, actual=actual, message=message)
 

@@ -152,6 +152,12 @@ async def _judge_turns(reference: list[str], replies: list[str], ctx: AssertionC
             )
         except TamesuError as exc:
             return AssertionResult.failed_to_evaluate(f"golden judge: {exc}")
+        if verdict.inconclusive:
+            return AssertionResult.cannot_tell(
+                expected=reference,
+                actual=replies,
+                message=f"turn {n}: the judge cannot tell: {verdict.reason}",
+            )
         if not verdict.passed:
             return AssertionResult.of(
                 False,

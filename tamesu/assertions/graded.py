@@ -43,6 +43,10 @@ async def judge(spec: Judge, ctx: AssertionContext) -> AssertionResult:
     except TamesuError as exc:
         return AssertionResult.failed_to_evaluate(f"judge: {exc}")
     expected: Any = spec.rubric if scale == "binary" else {"rubric": spec.rubric, "min": min_score}
+    if verdict.inconclusive:
+        return AssertionResult.cannot_tell(
+            expected=expected, actual=verdict.reason, message=f"{verdict.model} cannot tell: {verdict.reason}"
+        )
     actual: Any = (
         verdict.reason if verdict.score is None else {"score": verdict.score, "reason": verdict.reason}
     )

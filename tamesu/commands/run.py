@@ -73,6 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the response cache folder (default .tamesu-cache/models; implies --cache)",
     )
     parser.add_argument("--fail-fast", action="store_true", help="start no new run after the first failure")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a skipped check makes its run an error (exit 3), an inconclusive judge a failure",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only problems and the totals")
     parser.add_argument(
         "--failed-only", action="store_true", help="leave passed runs and tests out of the console output"
@@ -120,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             sarif=args.sarif,
             update_golden=args.update_golden,
             fail_fast=args.fail_fast,
+            strict=args.strict,
             cache=args.cache_dir or args.cache,
         )
     finally:

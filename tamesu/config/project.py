@@ -29,6 +29,7 @@ __all__ = [
     "ModelRetry",
     "Models",
     "Project",
+    "ProjectDefaults",
     "ProjectHooks",
     "SipConfig",
     "effective_budgets",
@@ -153,6 +154,17 @@ class Defaults(ConfigModel):
         "An upper bound per metric on every test, such as turn_latency_ms_p95 or llm_cost_usd; results are named slo/METRIC.",
         {"turn_latency_ms_p95": 3000, "llm_cost_usd": 0.05},
         default_factory=dict,
+    )
+
+
+class ProjectDefaults(Defaults):
+    """tamesu.yaml's defaults: a suite's, and what only the project may decide for every suite."""
+
+    strict: bool = F(
+        "A check that was skipped (no model, key or extra for it) makes its run an error, and a "
+        "judge's inconclusive answer a failure, in every suite (as tamesu run --strict).",
+        True,
+        default=False,
     )
 
 
@@ -286,10 +298,10 @@ class ProjectHooks(ConfigModel):
 class Project(ConfigModel):
     """tamesu.yaml: settings every suite of the project shares."""
 
-    defaults: Defaults = F(
+    defaults: ProjectDefaults = F(
         "Per-test defaults for every suite; a suite's defaults override them.",
         {"timeout": "3m", "retries": 1},
-        default_factory=Defaults,
+        default_factory=ProjectDefaults,
     )
     models: Models = F(
         "Which model does each of tamesu's jobs.",
@@ -401,7 +413,9 @@ def effective_defaults(project: Project | None, suite: "Suite", test: "Test | No
     for layer in layers:
         if layer is not None:
             merged.update(
-                (k, getattr(layer, k)) for k in layer.model_fields_set if k not in ("assert_", "slo")
+                (k, getattr(layer, k))
+                for k in layer.model_fields_set
+                if k not in ("assert_", "slo", "strict")
             )
     if test is not None:
         merged.update(

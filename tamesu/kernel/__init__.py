@@ -14,13 +14,14 @@ A value that could form a cycle does not belong in the kernel.
 from __future__ import annotations
 
 from tamesu.kernel.events import CustomEvent, TranscriptEvent
-from tamesu.kernel.outcome import AssertionResult, GraphOutcome, Outcome, RunResult
+from tamesu.kernel.outcome import AssertionResult, CheckState, GraphOutcome, Outcome, RunResult
 from tamesu.kernel.transcript import FORMAT, AudioSegment, HandoffInfo, ToolCallRecord, Transcript, Turn
 
 __all__ = [
     "FORMAT",
     "AssertionResult",
     "AudioSegment",
+    "CheckState",
     "CustomEvent",
     "GraphOutcome",
     "HandoffInfo",

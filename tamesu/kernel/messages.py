@@ -146,6 +146,10 @@ class AgentTurn(_Msg, tag="agent_turn", frozen=True):
     """Audio targets: the onset of the agent's first speech in this turn, as the caller heard it."""
     audio: list[AudioSpan] = msgspec.field(default_factory=list)
     """Audio targets: the speech of both sides during this turn (VAD segments, with transcripts)."""
+    unread: str | None = None
+    """Why the turn is empty though the agent answered: a response path matched nothing."""
+    refusal: str | None = None
+    """The agent refused the user turn at its protocol's level (not an HTTP status: that is ``status``)."""
 
 
 class Dtmf(_Msg, tag="dtmf", frozen=True):

@@ -14,9 +14,15 @@ import msgspec
 
 from tamesu.kernel.transcript import FORMAT, Transcript
 
-__all__ = ["AssertionResult", "Finding", "GraphOutcome", "Outcome", "RunResult"]
+__all__ = ["AssertionResult", "CheckState", "Finding", "GraphOutcome", "Outcome", "RunResult", "count_states"]
 
-Outcome = Literal["passed", "failed", "error", "quarantined"]
+Outcome = Literal["passed", "failed", "error", "quarantined", "inconclusive"]
+"""A run's outcome; ``inconclusive``: nothing failed, but a judge could not tell (format 4)."""
+
+CheckState = Literal["passed", "failed", "error", "skipped", "inconclusive"]
+"""What became of one check: it held, it did not, it could not be evaluated (``error``: an
+infrastructure error), it was not evaluated here (``skipped``: a model, key or extra it needs is
+missing), or it was evaluated and the evidence settles it neither way (``inconclusive``)."""
 
 
 class AssertionResult(msgspec.Struct, kw_only=True, gc=False):
@@ -29,6 +35,39 @@ class AssertionResult(msgspec.Struct, kw_only=True, gc=False):
     message: str = ""
     error: bool = False
     on_turn: int | str | None = None
+    skipped: bool = False
+    """Not evaluated: what it needs is missing here; ``message`` says what (``passed`` is False)."""
+    inconclusive: bool = False
+    """Evaluated, but it cannot be told either way (a judge's "cannot tell"; ``passed`` is False)."""
+
+    @property
+    def state(self) -> CheckState:
+        """The check's one word: error, skipped and inconclusive before passed or failed."""
+        if self.error:
+            return "error"
+        if self.skipped:
+            return "skipped"
+        if self.inconclusive:
+            return "inconclusive"
+        return "passed" if self.passed else "failed"
+
+    @classmethod
+    def skip(cls, reason: str) -> AssertionResult:
+        """A check that was not evaluated because ``reason`` (a model, a key, an extra is missing)."""
+        return cls(name="", kind="", passed=False, skipped=True, message=reason)
+
+    @classmethod
+    def cannot_tell(cls, *, expected: Any = None, actual: Any = None, message: str = "") -> AssertionResult:
+        """A check whose evidence settles it neither way: not a pass, not a fail."""
+        return cls(
+            name="",
+            kind="",
+            passed=False,
+            inconclusive=True,
+            expected=expected,
+            actual=actual,
+            message=message,
+        )
 
     @classmethod
     def of(cls, ok: bool, *, expected: Any = None, actual: Any = None, message: str = "") -> AssertionResult:
@@ -38,6 +77,14 @@ class AssertionResult(msgspec.Struct, kw_only=True, gc=False):
     @classmethod
     def failed_to_evaluate(cls, message: str) -> AssertionResult:
         return cls(name="", kind="", passed=False, error=True, message=message)
+
+
+def count_states(results: Any) -> dict[CheckState, int]:
+    """How many checks ended in each state (only the states seen)."""
+    out: dict[CheckState, int] = {}
+    for r in results:
+        out[r.state] = out.get(r.state, 0) + 1
+    return out
 
 
 class Finding(msgspec.Struct, kw_only=True, gc=False):

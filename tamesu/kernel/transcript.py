@@ -26,10 +26,12 @@ __all__ = [
     "check_format",
 ]
 
-FORMAT = 3
+FORMAT = 4
 """The results format this tamesu writes: results.jsonl records and transcripts carry it. Format 1
 is what came before versions were written (a record or transcript without ``format``); format 2
-kept each transcript in a file of its own, format 3 appends them to one log (``transcript_span``)."""
+kept each transcript in a file of its own, format 3 appends them to one log (``transcript_span``);
+format 4 adds checks that were skipped or inconclusive and the run outcome ``inconclusive``, which
+an older tamesu would misread as failures."""
 
 
 class ToolCallRecord(msgspec.Struct, kw_only=True, gc=False):
@@ -74,6 +76,12 @@ class Turn(msgspec.Struct, kw_only=True, gc=False):
     end_at: float | None = None
     dtmf: str | None = None
     audio: list[AudioSegment] = msgspec.field(default_factory=list)
+    unread: str | None = None
+    """Why an agent turn is empty though its reply had a body: a response path matched nothing
+    (``response.text $.reply matched nothing; the reply's keys: answer, id``)."""
+    refusal: str | None = None
+    """The agent refused the user turn at its protocol's level, in one line (a SIP call refused
+    with ``403 Forbidden``); an HTTP status of 400 or more says so on its own (``status``)."""
 
     @property
     def latency_ms(self) -> float | None:
@@ -130,7 +138,7 @@ class Transcript(msgspec.Struct, kw_only=True, gc=False):
         if version == FORMAT:
             return _DECODER.decode(data)
         check_format(version, "transcript")
-        if version >= 2:  # format 3 changed where transcripts are kept, not what they hold
+        if version >= 2:  # formats 3 and 4 changed where transcripts are kept and what results hold
             transcript = _DECODER.decode(data)
             transcript.format = FORMAT
             return transcript

@@ -3,8 +3,9 @@
 Each detector of the attack becomes one assertion result named ``detector:LABEL``: failed when the
 attack succeeded, with the agent turn (``on_turn``) and the evidence. Deterministic detectors read
 each agent turn; a pack runs its assertions (the deterministic ones without a model, its judge
-rubric only where a judge model is configured: a skipped check is an event in the transcript,
-never a silent pass of a check that could not run).
+rubric only where a judge model is configured). A check that could not run without a model is a
+``skipped`` result (and a ``detector_skipped`` event in the transcript): reports count it, never
+a silent pass.
 """
 
 from __future__ import annotations
@@ -204,19 +205,23 @@ async def _first_failing_turn(item: Any, ctx: AssertionContext) -> int | None:
     return None
 
 
-async def _pack(name: str, check: PackCheck, items: Sequence[Any], ctx: AssertionContext) -> AssertionResult:
-    """A pack as one detector: the earliest failing assertion is the evidence."""
+async def _pack(
+    name: str, check: PackCheck, items: Sequence[Any], ctx: AssertionContext
+) -> list[AssertionResult]:
+    """A pack as one detector (the earliest failing assertion is the evidence), and a skipped
+    result for each of its checks that needs a model there is none of."""
     judge = _has_judge(ctx)
     worst: tuple[int, AssertionResult] | None = None
+    skipped: list[AssertionResult] = []
+    ran = False
     for item in items:
         if item.kind in MODEL_KINDS and not judge:
-            _skipped(
-                ctx, f"{check.label}/{item.kind}", "needs a judge model (models.judge or models.default)"
-            )
+            skipped.append(_skipped(ctx, f"{name}/{item.kind}", f"{check.label}/{item.kind}"))
             continue
+        ran = True
         result = await evaluate(item.kind, item.spec, ctx, name=name)
         if result.error:
-            return result
+            return [result, *skipped]
         if result.passed:
             continue
         turn = None if item.kind in MODEL_KINDS else await _first_failing_turn(item, ctx)
@@ -226,12 +231,21 @@ async def _pack(name: str, check: PackCheck, items: Sequence[Any], ctx: Assertio
             result.message = f"{item.kind}: {result.message}" if result.message else item.kind
             worst = (order, result)
     if worst is not None:
-        return worst[1]
-    return _result(name, expected=f"the {check.pack} pack holds")
+        return [worst[1], *skipped]
+    if not ran and skipped:
+        return skipped
+    return [_result(name, expected=f"the {check.pack} pack holds"), *skipped]
 
 
-def _skipped(ctx: AssertionContext, detector: str, reason: str) -> None:
-    ctx.transcript.events.append(DetectorSkipped(detector=detector, reason=reason))
+_NEEDS_JUDGE = "needs a judge model (models.judge or models.default)"
+
+
+def _skipped(ctx: AssertionContext, name: str, detector: str) -> AssertionResult:
+    """A detector check that needs a judge model there is none of: skipped, and said so."""
+    ctx.transcript.events.append(DetectorSkipped(detector=detector, reason=_NEEDS_JUDGE))
+    result = AssertionResult.skip(_NEEDS_JUDGE)
+    result.name, result.kind = name, "detector"
+    return result
 
 
 async def run_detectors(plan: AttackPlan, ctx: AssertionContext) -> list[AssertionResult]:
@@ -243,10 +257,10 @@ async def run_detectors(plan: AttackPlan, ctx: AssertionContext) -> list[Asserti
         seen[label] = seen.get(label, 0) + 1
         name = f"detector:{label}" + (f"#{seen[label]}" if seen[label] > 1 else "")
         if isinstance(detector, PackCheck):
-            out.append(await _pack(name, detector, plan.pack_items.get(detector.pack, ()), ctx))
+            out.extend(await _pack(name, detector, plan.pack_items.get(detector.pack, ()), ctx))
         elif isinstance(detector, Rubric):
             if not _has_judge(ctx):
-                _skipped(ctx, label, "needs a judge model (models.judge or models.default)")
+                out.append(_skipped(ctx, name, label))
                 continue
             from tamesu.config import Assertion
 

@@ -60,7 +60,7 @@ def findings_of(spec: Any, results: Sequence[Any], transcript: Transcript | None
         return []
     out = []
     for r in results:
-        if r.passed or r.error or not (r.kind == "detector" or r.name.startswith("red_team/")):
+        if r.state != "failed" or not (r.kind == "detector" or r.name.startswith("red_team/")):
             continue
         turn = _turn_of(r)
         detector = r.name.removeprefix("detector:")

@@ -31,19 +31,38 @@ if TYPE_CHECKING:
 __all__ = ["ConsoleReporter", "final_line"]
 
 LAST_TURNS = 3
-_STYLE = {"passed": "green", "failed": "red", "error": "yellow", "quarantined": "magenta", "not_run": "dim"}
-_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "quarantined": "QUAR", "not_run": "SKIP"}
-_SGR = {"green": "32", "red": "31", "yellow": "33", "magenta": "35", "dim": "2"}
+_STYLE = {
+    "passed": "green",
+    "failed": "red",
+    "error": "yellow",
+    "quarantined": "magenta",
+    "inconclusive": "cyan",
+    "not_run": "dim",
+}
+_MARK = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "error": "ERROR",
+    "quarantined": "QUAR",
+    "inconclusive": "INCONCLUSIVE",
+    "not_run": "SKIP",
+}
+_CAVEAT_STYLE = "blue"
+"""A verdict that holds a skipped or inconclusive check ("PASS, 1 check skipped")."""
+_SGR = {"green": "32", "red": "31", "yellow": "33", "magenta": "35", "cyan": "36", "blue": "34", "dim": "2"}
 """The ANSI colours of the progress lines, which are written without rich (see ``_line``)."""
 
 
 def final_line(result: InvocationResult) -> str:
-    """``3 passed, 1 failed, 0 errors (+1 quarantined)``."""
+    """``3 passed, 1 failed, 0 errors (+1 quarantined, 1 inconclusive); 2 checks skipped``."""
     c = result.counts
     text = f"{c['passed']} passed, {c['failed']} failed, {c['error']} error{'s' * (c['error'] != 1)}"
-    extra = [f"{c[k]} {k.replace('_', ' ')}" for k in ("quarantined", "not_run") if c[k]]
+    extra = [f"{c[k]} {k.replace('_', ' ')}" for k in ("quarantined", "inconclusive", "not_run") if c[k]]
     if extra:
         text += f" (+{', '.join(extra)})"
+    skipped = sum(len(t.skipped_checks) for t in result.tests)
+    if skipped:
+        text += f"; {skipped} check{'s' * (skipped != 1)} skipped"
     if result.interrupted:
         text += "; interrupted"
     if result.budget_exceeded:
@@ -94,7 +113,7 @@ class ConsoleReporter(Reporter):
         )
         self._progress: Any = None
         self._task: Any = None
-        self._tally = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0}
+        self._tally = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0, "inconclusive": 0}
 
     def _r(self, text: str) -> str:
         return printable(self.redactor.redact(text) if self.redactor else text)
@@ -133,7 +152,8 @@ class ConsoleReporter(Reporter):
     def _tally_text(self) -> str:
         t = self._tally
         text = f"[green]{t['passed']} passed[/] [red]{t['failed']} failed[/] [yellow]{t['error']} errors[/]"
-        return text + (f" [magenta]{t['quarantined']} quarantined[/]" if t["quarantined"] else "")
+        text += f" [magenta]{t['quarantined']} quarantined[/]" if t["quarantined"] else ""
+        return text + (f" [cyan]{t['inconclusive']} inconclusive[/]" if t["inconclusive"] else "")
 
     def run_finished(self, result: RunResult) -> None:
         if not result.final:
@@ -145,7 +165,14 @@ class ConsoleReporter(Reporter):
             self._progress.update(self._task, advance=1, tally=self._tally_text())
         elif not self.quiet and not (self.failed_only and result.outcome == "passed"):
             line = f"{_MARK.get(result.outcome, result.outcome):<5} {result.suite} / {result.run_id}"
-            self._line(f"{line}  {result.duration:.2f}s", _STYLE.get(result.outcome, ""))
+            line += f"  {result.duration:.2f}s"
+            skipped = sum(a.skipped for a in result.assertions)
+            if skipped:
+                line += f"  ({skipped} check{'s' * (skipped != 1)} skipped)"
+            self._line(
+                line,
+                _CAVEAT_STYLE if skipped and result.outcome == "passed" else _STYLE.get(result.outcome, ""),
+            )
 
     def _line(self, text: str, style: str) -> None:
         """A progress line, written straight to the stream: rendering it with rich cost 0.24 ms,
@@ -182,6 +209,7 @@ class ConsoleReporter(Reporter):
                 self._failure(t, result.run_dir)
             elif t.verdict == "error":
                 self._error(t)
+        self._unchecked(result)
         self._findings(result)
         style = "red" if result.exit_code else "green"
         self.console.print(self._text(final_line(result), f"bold {style}"))
@@ -202,8 +230,11 @@ class ConsoleReporter(Reporter):
             if self.failed_only and t.verdict == "passed":
                 continue
             name = f"{t.suite} / {t.test_id}" if several else t.test_id
+            mark, style = _MARK[t.verdict], _STYLE[t.verdict]
+            if t.caveat:
+                mark, style = f"{mark}, {t.caveat}", _CAVEAT_STYLE if t.verdict == "passed" else style
             table.add_row(
-                self._text(_MARK[t.verdict], _STYLE[t.verdict]),
+                self._text(mark, style),
                 self._text(name),
                 self._text(t.pass_count),
                 *((self._text(t.rate_text),) if rates else ()),
@@ -219,7 +250,7 @@ class ConsoleReporter(Reporter):
             self.console.print(self._text(f"  note: {t.note}", "yellow"))
         shown = 0
         for r in sorted(t.runs, key=lambda r: r.repeat_index):
-            bad = [a for a in r.assertions if not a.passed]
+            bad = [a for a in r.assertions if a.state == "failed"]
             if r.outcome not in ("failed", "quarantined") or not bad:
                 continue
             prefix = f"  run {r.repeat_index + 1}: " if t.repeats > 1 else "  "
@@ -228,6 +259,16 @@ class ConsoleReporter(Reporter):
             if shown == 0:
                 self._last_turns(r, run_dir)
             shown += 1
+
+    def _unchecked(self, result: InvocationResult) -> None:
+        """The checks that were skipped (and why) and those a judge could not tell, per test."""
+        for t in result.tests:
+            for word, checks, style in (
+                ("SKIPPED", t.skipped_checks, _CAVEAT_STYLE),
+                ("INCONCLUSIVE", t.inconclusive_checks, "cyan"),
+            ):
+                for name, why in checks.items():
+                    self.console.print(self._text(f"{word} {t.suite} / {t.test_id}: {name}: {why}", style))
 
     def _last_turns(self, r: RunResult, run_dir: Path | None) -> None:
         turns = _load_turns(r, run_dir)
@@ -240,6 +281,8 @@ class ConsoleReporter(Reporter):
             if len(text) > 300:
                 text = text[:297] + "..."
             self.console.print(self._text(f"    {who}: {text}", "dim" if turn.role == "user" else ""))
+            if turn.unread:
+                self.console.print(self._text(f"      ({turn.unread})", "yellow"))
 
     def _findings(self, result: InvocationResult) -> None:
         """Red-team findings, most severe first: attack, detector, turn, tactic, evidence."""

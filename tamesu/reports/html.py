@@ -37,8 +37,22 @@ __all__ = ["render_html", "write_html"]
 
 MAX_VALUE_CHARS = 20_000
 """One value shown (a tool result, an expected/seen pair) is cut after this many characters."""
-_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "quarantined": "QUAR", "not_run": "SKIP"}
-_ORDER = ("passed", "failed", "error", "quarantined", "not_run")
+_MARK = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "error": "ERROR",
+    "quarantined": "QUAR",
+    "inconclusive": "INCONCLUSIVE",
+    "not_run": "SKIP",
+}
+_ORDER = ("passed", "failed", "error", "quarantined", "inconclusive", "not_run")
+_CHECK = {
+    "passed": ("PASS", "ok"),
+    "failed": ("FAIL", "bad"),
+    "error": ("ERROR", "err"),
+    "skipped": ("SKIPPED", "skip"),
+    "inconclusive": ("INCONCLUSIVE", "unsure"),
+}
 
 
 def h(value: Any) -> str:
@@ -112,6 +126,9 @@ def _header(run: RunDirectory, rows: list[TestRow], title: str) -> str:
     chips = "".join(
         f'<span class="chip {v}">{counts[v]} {h(v.replace("_", " "))}</span>' for v in _ORDER if counts[v]
     )
+    skipped = sum(len(r.info.get("skipped_checks") or {}) for r in rows)
+    if skipped:
+        chips += f'<span class="chip skipped">{skipped} check{"s" * (skipped != 1)} skipped</span>'
     cwd = str(run.settings.get("cwd") or "").rstrip("/") + "/"
     argv = " ".join(
         str(a).removeprefix(cwd) if cwd != "/" else str(a) for a in run.settings.get("argv") or []
@@ -170,6 +187,27 @@ def _rate(info: dict[str, Any]) -> str:
     return text
 
 
+def _caveat(row: TestRow) -> str:
+    """``1 check skipped, 1 inconclusive`` from the test's summary (empty when all was checked)."""
+    parts = []
+    skipped = len(row.info.get("skipped_checks") or {}) or len(
+        {a.name for r in row.runs for a in r.assertions if a.skipped}
+    )
+    if skipped:
+        parts.append(f"{skipped} check{'s' * (skipped != 1)} skipped")
+    unsure = len({a.name for r in row.runs for a in r.assertions if a.inconclusive})
+    if unsure:
+        parts.append(f"{unsure} inconclusive")
+    return ", ".join(parts)
+
+
+def _mark(row: TestRow) -> str:
+    """The verdict's word, with what was left unchecked (``PASS, 1 check skipped``)."""
+    mark = h(_MARK.get(row.verdict, row.verdict))
+    caveat = _caveat(row)
+    return f'{mark}<span class="caveat">, {h(caveat)}</span>' if caveat else mark
+
+
 def _summary_table(rows: list[TestRow]) -> str:
     several = len({r.suite for r in rows}) > 1
     body = []
@@ -177,7 +215,7 @@ def _summary_table(rows: list[TestRow]) -> str:
         name = f"{row.suite} / {row.test_id}" if several else row.test_id
         info = row.info
         body.append(
-            f'<tr {_data(row)}><td class="verdict v-{h(row.verdict)}">{_MARK.get(row.verdict, h(row.verdict))}</td>'
+            f'<tr {_data(row)}><td class="verdict v-{h(row.verdict)}">{_mark(row)}</td>'
             f'<td><a href="#test-{n}">{h(name)}</a></td><td>{h(info.get("pass_count", ""))}</td>'
             f'<td class="num">{_rate(info)}</td><td class="num">{float(info.get("duration") or 0):.2f}s</td>'
             f"<td>{h(row.target)}</td></tr>"
@@ -195,7 +233,7 @@ def _test(run: RunDirectory, row: TestRow, n: int, max_audio_bytes: int) -> str:
         stats.append(_rate(info))
     parts = [
         f'<article class="test v-{h(row.verdict)}" id="test-{n}" {_data(row)}>',
-        f'<h3><span class="verdict v-{h(row.verdict)}">{_MARK.get(row.verdict, h(row.verdict))}</span>'
+        f'<h3><span class="verdict v-{h(row.verdict)}">{_mark(row)}</span>'
         f"{h(row.suite)} / {h(row.test_id)}</h3>",
         f'<p class="stats">{" · ".join(stats)} · target {h(row.target)}</p>',
     ]
@@ -205,7 +243,7 @@ def _test(run: RunDirectory, row: TestRow, n: int, max_audio_bytes: int) -> str:
         parts.append(f'<p class="note">{h(info["note"])}</p>')
     if info.get("quarantine"):
         parts.append(f'<p class="note">quarantined: {h(info["quarantine"])}</p>')
-    problem = row.verdict != "passed"
+    problem = row.verdict != "passed" or bool(_caveat(row))
     for r in row.runs:
         parts.append(_run(run, r, open_=problem and r.outcome != "passed", max_audio_bytes=max_audio_bytes))
     parts.append("</article>")
@@ -253,7 +291,7 @@ def _checks(results: list[AssertionResult]) -> str:
     ]
     rows = []
     for a in results:
-        mark, cls = ("ERROR", "err") if a.error else (("PASS", "ok") if a.passed else ("FAIL", "bad"))
+        mark, cls = _CHECK[a.state]
         where = f" (turn {h(a.on_turn)})" if a.on_turn is not None else ""
         cells = {
             "expected": f"<td><pre>{_value(a.expected) if a.expected is not None else ''}</pre></td>",
@@ -293,6 +331,8 @@ def _turn(turn: Turn) -> str:
     if turn.dtmf:
         sub.append(f"DTMF {h(turn.dtmf)}")
     body = [f'<div class="text">{h(turn.text)}</div>']
+    if turn.unread:
+        body.append(f'<div class="sub note">nothing read: {h(turn.unread)}</div>')
     if sub:
         body.append(f'<div class="sub">{" · ".join(sub)}</div>')
     if turn.reasoning:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VERDICTS", "agent_faults", "counts", "invocation_dict", "statistics", "summary", "write_json"]
 
-VERDICTS = ("passed", "failed", "error", "quarantined", "not_run")
+VERDICTS = ("passed", "failed", "error", "quarantined", "inconclusive", "not_run")
 
 
 def counts(tests: Iterable[TestVerdict]) -> dict[str, int]:
@@ -67,10 +67,21 @@ def _test(t: TestVerdict, *, runs: bool) -> dict[str, Any]:
         "pass_count": t.pass_count,
         "quarantine": t.quarantine,
         "duration": round(t.duration, 3),
+        "skipped_checks": t.skipped_checks,
+        "inconclusive_checks": t.inconclusive_checks,
         **statistics(t),
     }
     if runs:
-        data["runs"] = [msgspec.to_builtins(r) for r in sorted(t.runs, key=lambda r: r.repeat_index)]
+        data["runs"] = [_run(r) for r in sorted(t.runs, key=lambda r: r.repeat_index)]
+    return data
+
+
+def _run(r: RunResult) -> dict[str, Any]:
+    """A run as stored, each check with its one-word ``state`` (passed, failed, error, skipped,
+    inconclusive) so a reader need not combine the flags."""
+    data: dict[str, Any] = msgspec.to_builtins(r)
+    for check, a in zip(data["assertions"], r.assertions, strict=True):
+        check["state"] = a.state
     return data
 
 
@@ -105,6 +116,7 @@ def summary(result: InvocationResult) -> dict[str, Any]:
         "budget_exceeded": result.budget_exceeded,
         "resumed": result.resumed,
         "counts": counts(result.tests),
+        "checks_skipped": sum(len(t.skipped_checks) for t in result.tests),
         "runs": len(result.results),
         "attempts": len(result.attempts),
         "agent_faults": agent_faults(_every_attempt(result)),

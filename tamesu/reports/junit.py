@@ -3,7 +3,10 @@
 One ``<testsuite>`` per suite and one ``<testcase>`` per expanded test: repeats are folded into
 the test's verdict, with the pass count and each run's outcome in ``<system-out>``. A failed test
 carries ``<failure>`` (the assertion messages), an infrastructure error ``<error>``, a quarantined
-or unrun test ``<skipped>``. Everything written passes through the redactor.
+or unrun test ``<skipped>``, and so does a test whose checks were all skipped or that a judge could
+not tell (inconclusive). A test with only some checks skipped or inconclusive carries them as
+``skipped_checks`` / ``inconclusive_checks`` properties and in ``<system-out>``. Everything
+written passes through the redactor.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 
-__all__ = ["assertion_line", "junit_xml", "write_junit"]
+__all__ = ["all_skipped", "assertion_line", "junit_xml", "write_junit"]
 
 _SHORT = 200
 
@@ -45,7 +48,9 @@ def assertion_line(a: AssertionResult) -> str:
         seen.append(f"expected {_short(a.expected)}")
     if a.actual is not None and not (isinstance(a.actual, str) and a.actual and a.actual in a.message):
         seen.append(f"seen {_short(a.actual)}")
-    text = f"{a.name}: {', '.join(seen)}"
+    state = a.state
+    word = f"{state}: " if state in ("skipped", "inconclusive") else ""
+    text = f"{a.name}: {word}{', '.join(seen)}"
     if a.message:
         text += f" ({a.message})" if seen else a.message
     return text
@@ -65,7 +70,7 @@ def _details(t: TestVerdict) -> tuple[str, str]:
             lines.append(f"{_run_label(r)}: error: {r.error}")
             first = first or r.error
         for a in r.assertions:
-            if not a.passed:
+            if a.state in ("failed", "error"):
                 line = assertion_line(a)
                 lines.append(f"{_run_label(r)}: {line}")
                 first = first or line
@@ -83,24 +88,53 @@ def _system_out(t: TestVerdict) -> str:
         if r.transcript_file:
             line += f", transcript {r.transcript_file}"
         lines.append(line)
+    for name, why in t.skipped_checks.items():
+        lines.append(f"skipped: {name}: {why}")
+    for name, why in t.inconclusive_checks.items():
+        lines.append(f"inconclusive: {name}: {why}")
     return "\n".join(lines)
 
 
+def all_skipped(t: TestVerdict) -> bool:
+    """Every check of every run was skipped: nothing about the agent was checked."""
+    checks = [a for r in t.runs for a in r.assertions]
+    return bool(checks) and all(a.skipped for a in checks)
+
+
 def _properties(case: ET.Element, t: TestVerdict) -> None:
-    """A repeated test's statistics as testcase properties (CI dashboards read them)."""
-    if t.spent < 2 or t.interval is None:
+    """A repeated test's statistics, and the checks left unchecked, as testcase properties (CI
+    dashboards read them)."""
+    values: dict[str, str] = {}
+    if t.spent >= 2 and t.interval is not None:
+        values = {
+            "pass_rate": f"{t.passed / t.spent:.4f}",
+            "pass_rate_low": f"{t.interval[0]:.4f}",
+            "pass_rate_high": f"{t.interval[1]:.4f}",
+            "confidence": f"{t.confidence:g}",
+            "runs": str(t.spent),
+            **{f"pass^{k}": f"{v:.4f}" for k, v in sorted(t.pass_hat.items())},
+        }
+    if t.skipped_checks:
+        values["skipped_checks"] = ", ".join(t.skipped_checks)
+    if t.inconclusive_checks:
+        values["inconclusive_checks"] = ", ".join(t.inconclusive_checks)
+    if not values:
         return
     props = ET.SubElement(case, "properties")
-    values = {
-        "pass_rate": f"{t.passed / t.spent:.4f}",
-        "pass_rate_low": f"{t.interval[0]:.4f}",
-        "pass_rate_high": f"{t.interval[1]:.4f}",
-        "confidence": f"{t.confidence:g}",
-        "runs": str(t.spent),
-        **{f"pass^{k}": f"{v:.4f}" for k, v in sorted(t.pass_hat.items())},
-    }
     for name, value in values.items():
         ET.SubElement(props, "property", name=name, value=value)
+
+
+def _skip_reason(t: TestVerdict) -> str:
+    if t.verdict == "quarantined":
+        return f"quarantined: {t.quarantine}"
+    if t.verdict == "not_run":
+        return "not run"
+    if t.verdict == "inconclusive":
+        name, why = next(iter(t.inconclusive_checks.items()), ("", ""))
+        return f"inconclusive: {name}: {why}" if name else "inconclusive"
+    name, why = next(iter(t.skipped_checks.items()))
+    return f"every check skipped: {name}: {why}"
 
 
 def junit_xml(result: InvocationResult, *, redactor: Redactor | None = None) -> ET.Element:
@@ -138,10 +172,11 @@ def junit_xml(result: InvocationResult, *, redactor: Redactor | None = None) -> 
                     case, "error", message=_clean(message, redactor), type="InfrastructureError"
                 )
                 el.text = _clean(text, redactor)
-            elif t.verdict in ("quarantined", "not_run"):
+            elif t.verdict in ("quarantined", "not_run", "inconclusive") or (
+                t.verdict == "passed" and all_skipped(t)
+            ):
                 stats["skipped"] += 1
-                why = f"quarantined: {t.quarantine}" if t.verdict == "quarantined" else "not run"
-                ET.SubElement(case, "skipped", message=_clean(why, redactor))
+                ET.SubElement(case, "skipped", message=_clean(_skip_reason(t), redactor))
             out = ET.SubElement(case, "system-out")
             out.text = _clean(_system_out(t), redactor)
         for key, value in stats.items():

@@ -55,7 +55,7 @@ def _tests(results: Iterable[RunResult]) -> list[dict[str, Any]]:
         )
         row["outcomes"][r.outcome] += 1
         for a in r.assertions:
-            checks[key][a.name]["error" if a.error else ("passed" if a.passed else "failed")] += 1
+            checks[key][a.name][a.state] += 1
     out = []
     for key, row in by_test.items():
         calls = sum(row["outcomes"].values())

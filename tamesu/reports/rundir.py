@@ -123,7 +123,9 @@ class RunDirectory:
             )
         for (suite, test_id), left in runs.items():
             outcomes = {r.outcome for r in left}
-            verdict = next((v for v in ("failed", "error", "quarantined") if v in outcomes), "passed")
+            verdict = next(
+                (v for v in ("failed", "error", "quarantined", "inconclusive") if v in outcomes), "passed"
+            )
             passed = sum(r.outcome == "passed" for r in left)
             rows.append(
                 TestRow(

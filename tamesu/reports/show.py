@@ -21,7 +21,20 @@ if TYPE_CHECKING:
 
 __all__ = ["render_run"]
 
-_STYLE = {"passed": "green", "failed": "red", "error": "yellow", "quarantined": "blue"}
+_STYLE = {
+    "passed": "green",
+    "failed": "red",
+    "error": "yellow",
+    "quarantined": "blue",
+    "inconclusive": "cyan",
+}
+_CHECK = {
+    "passed": ("PASS", "green"),
+    "failed": ("FAIL", "red"),
+    "error": ("ERROR", "yellow"),
+    "skipped": ("SKIPPED", "blue"),
+    "inconclusive": ("INCONCLUSIVE", "cyan"),
+}
 MAX_VALUE_CHARS = 2000
 
 
@@ -43,6 +56,9 @@ def render_run(
     facts.append(f"target {printable(r.target)}")
     if r.attempt > 1:
         facts.append(f"attempt {r.attempt}")
+    skipped = sum(a.skipped for a in r.assertions)
+    if skipped:
+        facts.insert(1, paint(f"{skipped} check{'s' * (skipped != 1)} skipped", "blue", color))
     lines.append(f"{paint(title, 'bold', color)}  {'  '.join(facts)}")
     if r.error:
         lines.append(paint(f"error: {printable(r.error)}", "yellow", color))
@@ -57,8 +73,7 @@ def render_run(
     if r.assertions:
         lines += ["", paint("assertions", "bold", color)]
         for a in r.assertions:
-            mark = "ERROR" if a.error else ("PASS" if a.passed else "FAIL")
-            style = "yellow" if a.error else ("green" if a.passed else "red")
+            mark, style = _CHECK[a.state]
             text = a.name if a.passed and not a.message else assertion_line(a)
             lines.append(f"  {paint(f'{mark:<5}', style, color)} {printable(text)}")
     if transcript is not None and transcript.captures:
@@ -89,7 +104,9 @@ def _turn(turn: Turn, *, color: bool, width: int | None) -> list[str]:
         notes.append(f"dtmf {turn.dtmf}")
     head = f"{label} {paint('(' + ', '.join(notes) + ')', 'dim', color)}" if notes else label
     out = [head]
-    body = printable(turn.text) or "(nothing said)"
+    body = printable(turn.text) or (
+        f"(nothing read: {printable(turn.unread)})" if turn.unread else "(nothing said)"
+    )
     inner = None if width is None else width - 4
     for paragraph in body.splitlines() or [""]:
         out += _wrap(paragraph, inner, "    ")

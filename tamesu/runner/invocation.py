@@ -47,6 +47,8 @@ class RunOptions:
     """Also write the red-team findings as SARIF 2.1.0 to this path."""
     update_golden: bool = False
     fail_fast: bool = False
+    strict: bool = False
+    """A skipped check is an error (exit 3) and an inconclusive one a failure (``defaults.strict``)."""
     cache: bool | str | Path = False
     """Replay model answers from a response cache: True for .tamesu-cache/models, or a folder."""
     today: date | None = None

@@ -53,6 +53,7 @@ def plan(
     filter: str | None = None,
     today: date | None = None,
     repeat_override: int | None = None,
+    strict: bool = False,
 ) -> list[RunSpec]:
     """Every run of the suite, in suite order; a test's repeats follow one another."""
     from tamesu.config import effective_defaults, effective_models, effective_secrets, effective_vars
@@ -126,6 +127,7 @@ def plan(
             counterpart_target=counterpart,
             remote_agents=remote,
             limits=limits,
+            strict=strict or (project is not None and project.defaults.strict),
         )
         for expanded in expansions:
             if filter and not matches_filter(expanded.test_id, filter):

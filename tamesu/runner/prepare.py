@@ -49,6 +49,7 @@ def plan_runs(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
                     filter=opts.filter,
                     today=opts.today,
                     repeat_override=opts.repeat,
+                    strict=opts.strict,
                 )
             )
         except ConfigErrors as exc:

@@ -72,6 +72,9 @@ class RunSpec:
     """The suite's remote agents this run serves, by name (``tamesu.remote_agents.served``)."""
     limits: Limits = DEFAULT_LIMITS
     """What the run reads from its agent and keeps of it (tamesu.yaml ``limits:``)."""
+    strict: bool = False
+    """A skipped check makes the run an error, an inconclusive one a failure (``--strict``,
+    ``defaults.strict``)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def evolve(self, **changes: Any) -> RunSpec:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tamesu.runner.rates import RateRule, Stop, completion_order, observation
+from tamesu.runner.unanswered import unanswered
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import Outcome, RunResult
@@ -29,10 +30,11 @@ __all__ = [
     "final_results",
     "outcome_of",
     "run_key",
+    "strict_error",
     "verdicts",
 ]
 
-Verdict = Literal["passed", "failed", "error", "quarantined", "not_run"]
+Verdict = Literal["passed", "failed", "error", "quarantined", "inconclusive", "not_run"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -47,20 +49,33 @@ def run_key(suite: str, run_id: str) -> str:
     return f"{suite}\x1f{run_id}"
 
 
+_RANK: dict[str, int] = {"passed": 0, "skipped": 0, "inconclusive": 1, "failed": 2, "error": 3}
+_STRICT_RANK: dict[str, int] = {**_RANK, "inconclusive": 2, "skipped": 3}
+
+
 def outcome_of(spec: RunSpec, results: Sequence[Any], error: str | None) -> Outcome:
     """One run: error (infrastructure, or an assertion that could not be evaluated) > failed (an
-    assertion) > passed; a quarantined test's run that did not pass is ``quarantined``."""
-    outcome: Outcome = "passed" if error is None else "error"
-    for r in results:
-        if outcome == "error":
-            break
-        if r.error:
-            outcome = "error"
-        elif not r.passed:
-            outcome = "failed"
+    assertion) > inconclusive (a judge could not tell) > passed; a skipped check leaves the run
+    passed (reports count it), and with ``spec.strict`` a skipped check is an error and an
+    inconclusive one a failure. A quarantined test's run that did not pass is ``quarantined``."""
+    rank = _STRICT_RANK if spec.strict else _RANK
+    worst = 3 if error is not None else max((rank[r.state] for r in results), default=0)
+    outcome: Outcome = ("passed", "inconclusive", "failed", "error")[worst]  # type: ignore[assignment]
     if spec.quarantine is not None and outcome != "passed":
         return "quarantined"
     return outcome
+
+
+def strict_error(spec: RunSpec, results: Sequence[Any]) -> str | None:
+    """Why a strict run is an error though nothing broke: the checks that were skipped."""
+    if not spec.strict:
+        return None
+    skipped = [r for r in results if r.skipped]
+    if not skipped:
+        return None
+    first = skipped[0]
+    more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+    return f"strict: check {first.name} was skipped: {first.message}{more}"
 
 
 def result_of(
@@ -78,6 +93,10 @@ def result_of(
     from the assertions and the error; metrics and turns from the transcript, when there is one)."""
     from tamesu.kernel.outcome import RunResult
 
+    if error is None and (why := unanswered(spec, transcript)) is not None:
+        error, error_kind = why, "agent"
+    if error is None and (why := strict_error(spec, results)) is not None:
+        error, error_kind = why, "skipped"
     findings = []
     if "attack" in spec.extra:
         from tamesu.redteam.findings import findings_of
@@ -135,6 +154,27 @@ class TestVerdict:
     """Why the repeats stopped before ``repeats`` (statistics.early_stop)."""
     note: str | None = None
     """A warning about the verdict itself (repeats too few to ever prove the threshold)."""
+
+    @property
+    def skipped_checks(self) -> dict[str, str]:
+        """The checks skipped in any of its runs, by name, with the reason."""
+        return {a.name: a.message for r in self.runs for a in r.assertions if a.skipped}
+
+    @property
+    def inconclusive_checks(self) -> dict[str, str]:
+        """The checks a judge could not tell in any of its runs, by name, with the reason."""
+        return {a.name: a.message for r in self.runs for a in r.assertions if a.inconclusive}
+
+    @property
+    def caveat(self) -> str:
+        """``1 check skipped`` / ``2 checks skipped, 1 inconclusive``: what a verdict must say
+        besides its word, so a test with unchecked parts never reads as a plain PASS."""
+        parts = []
+        if n := len(self.skipped_checks):
+            parts.append(f"{n} check{'s' if n != 1 else ''} skipped")
+        if n := len(self.inconclusive_checks):
+            parts.append(f"{n} inconclusive")
+        return ", ".join(parts)
 
     @property
     def spent(self) -> int:
@@ -242,6 +282,8 @@ def _fold(tv: TestVerdict, rule: RateRule) -> Verdict:
         return "failed"
     if "error" in seen:
         return "error"
+    if "inconclusive" in seen:
+        return "inconclusive"
     return "not_run"  # only passes so far, but too few runs finished to reach the threshold
 
 
@@ -251,7 +293,8 @@ def exit_code(
     """130 interrupted, 4 budget, 1 any failure, 3 infrastructure errors only, else 0.
 
     Quarantined tests never fail the invocation; a test left unrun by an interruption or a budget
-    stop is covered by those codes.
+    stop is covered by those codes. An inconclusive test is neither a failure nor an error: it is
+    counted and shown apart (``--strict`` makes it a failure before it gets here).
     """
     if interrupted:
         return EXIT_INTERRUPTED

@@ -92,6 +92,8 @@ class Extract:
     texts: list[str] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
+    missed: tuple[str, ...] = ()
+    """The configured paths that matched nothing in the payload (``response.text $.reply``)."""
 
     @property
     def has_content(self) -> bool:
@@ -127,17 +129,31 @@ class Reader:
         """Read one payload; ``message=True`` evaluates paths as on a streamed message ([message])."""
         finder = find_in_message if message else find
         out = Extract()
+        missed: list[str] = []
         if self.text:
             if not isinstance(payload, str):
-                out.texts = [s for s in (_stringify(v) for v in finder(self.text, payload)) if s]
+                found = finder(self.text, payload)
+                out.texts = [s for s in (_stringify(v) for v in found) if s]
+                if not found:
+                    missed.append(f"response.text {self.text}")
         else:
             fallback = _fallback_text(payload)
             if fallback:
                 out.texts = [fallback]
+            elif isinstance(payload, dict):
+                missed.append(f"response.text (not set, so the keys {', '.join(_FALLBACK_KEYS)})")
         if self.tool_calls and not isinstance(payload, str):
-            out.tool_calls = parse_tool_calls(finder(self.tool_calls, payload), at=at)
+            found = finder(self.tool_calls, payload)
+            out.tool_calls = parse_tool_calls(found, at=at)
+            if not found:
+                missed.append(f"response.tool_calls {self.tool_calls}")
         if self.done and not isinstance(payload, str):
-            out.done = truthy(finder(self.done, payload))
+            found = finder(self.done, payload)
+            out.done = truthy(found)
+            if not found:
+                missed.append(f"response.done {self.done}")
+        if missed:
+            out.missed = tuple(missed)
         return out
 
     def turn_done(self, payload: Any) -> bool:
@@ -182,6 +198,10 @@ class TurnBuilder:
         self.done = False
         self.status: int | None = None
         self.first_byte_at: float | None = None
+        self.missed: tuple[str, ...] | None = None
+        """The paths that matched nothing in every payload so far (None: no payload yet)."""
+        self.shape: str = ""
+        """What the first payload held, for the note on a turn nothing was read from."""
 
     def first_byte(self) -> None:
         if self.first_byte_at is None:
@@ -204,6 +224,10 @@ class TurnBuilder:
         if self.keep_raw >= 0:
             self.raw.append(payload)
         out: list[Message] = [RawResponse(body=payload, status=status, at=now)]
+        if self.missed is None:
+            self.missed, self.shape = extract.missed, _shape(payload)
+        elif self.missed:
+            self.missed = tuple(m for m in self.missed if m in extract.missed)
         for text in extract.texts:
             self.texts.append(text)
             if self.partials:
@@ -217,6 +241,13 @@ class TurnBuilder:
     @property
     def text(self) -> str:
         return self.join.join(self.texts)
+
+    def unread(self) -> str | None:
+        """Why nothing was read from the answers of this turn, when a path matched none of them
+        (an answer of 400 or more is the agent refusing, not a path that is wrong)."""
+        if self.has_content or not self.missed or (self.status or 0) >= 400:
+            return None
+        return f"{'; '.join(self.missed)} matched nothing; {self.shape}"
 
     def finish(self, handoff: HandoffSignal | None = None) -> list[Message]:
         """The Handoff (when ``handoff`` recognises one) and the closing AgentTurn."""
@@ -234,6 +265,21 @@ class TurnBuilder:
                 first_byte_at=self.first_byte_at,
                 end_at=end,
                 at=end,
+                unread=self.unread(),
             )
         )
         return out
+
+
+_KEYS_SHOWN = 12
+
+
+def _shape(payload: Any) -> str:
+    """``the reply's keys: answer, id`` (at most a dozen, each cut short), or what else it was."""
+    if isinstance(payload, dict):
+        keys = [str(k)[:40] for k in list(payload)[:_KEYS_SHOWN]]
+        more = f" (+{len(payload) - _KEYS_SHOWN} more)" if len(payload) > _KEYS_SHOWN else ""
+        return f"the reply's keys: {', '.join(keys) or '(none)'}{more}"
+    if isinstance(payload, list):
+        return f"the reply is a list of {len(payload)}"
+    return f"the reply is {type(payload).__name__}"

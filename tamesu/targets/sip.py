@@ -388,7 +388,12 @@ class SipAdapter(TargetAdapter):
                 early, self.early = self.early, []
                 for msg in early:
                     yield msg
-            yield AgentTurn(text="", done=True, at=self.ctx.clock.now())
+            call = self.call
+            refused = None
+            if call is not None and call.end_reason == "error":
+                detail = self.ctx.redactor.redact(printable((call.end_detail or "no final answer")[:300]))
+                refused = f"the call was not answered: {detail}"
+            yield AgentTurn(text="", done=True, at=self.ctx.clock.now(), refusal=refused)
             return
         try:
             async for msg in self.session.turn(user):

@@ -69,7 +69,7 @@ def test_every_event_survives_a_transcript_file_and_a_process_boundary(event: ev
 
 
 def test_a_transcript_file_says_its_results_format() -> None:
-    assert json.loads(Transcript(run_id="r").to_json())["format"] == FORMAT == 3
+    assert json.loads(Transcript(run_id="r").to_json())["format"] == FORMAT == 4
 
 
 def test_a_format_2_transcript_reads_as_it_was_written() -> None:
@@ -119,9 +119,9 @@ def test_an_upgraded_transcript_is_written_in_this_format() -> None:
 
 def test_a_transcript_of_a_newer_format_is_refused_by_name() -> None:
     with pytest.raises(
-        UsageError, match="newer tamesu \\(results format 4\\); this one reads formats up to 3"
+        UsageError, match="newer tamesu \\(results format 5\\); this one reads formats up to 4"
     ):
-        Transcript.from_json(json.dumps({"format": 4, "run_id": "r", "events": [{"type": "warp"}]}))
+        Transcript.from_json(json.dumps({"format": 5, "run_id": "r", "events": [{"type": "warp"}]}))
 
 
 def test_an_unversioned_event_keeps_what_its_class_has_no_field_for_in_its_details() -> None:

@@ -22,7 +22,14 @@ def test_json_report_holds_tests_runs_and_assertions(
     assert SECRET not in text
     data = json.loads(text)
     assert data["exit_code"] == 1
-    assert data["counts"] == {"passed": 1, "failed": 1, "error": 1, "quarantined": 1, "not_run": 0}
+    assert data["counts"] == {
+        "passed": 1,
+        "failed": 1,
+        "error": 1,
+        "quarantined": 1,
+        "inconclusive": 0,
+        "not_run": 0,
+    }
     refund = data["tests"][0]
     assert refund["test_id"] == "refund [late] (es)"
     assert refund["verdict"] == "failed"

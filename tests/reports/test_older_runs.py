@@ -75,7 +75,7 @@ def test_a_run_directory_of_a_newer_format_is_refused_by_name(
     newer = tmp_path / "newer"
     shutil.copytree(phone[0], newer)
     record = json.loads((newer / "results.jsonl").read_text())
-    (newer / "results.jsonl").write_text(json.dumps({**record, "format": 4}) + "\n")
-    with pytest.raises(UsageError, match="newer tamesu \\(results format 4\\)"):
+    (newer / "results.jsonl").write_text(json.dumps({**record, "format": 5}) + "\n")
+    with pytest.raises(UsageError, match="newer tamesu \\(results format 5\\)"):
         RunDirectory.open(newer)
     assert main(["report", str(newer)]) == 2

@@ -345,10 +345,10 @@ def test_results_of_a_newer_format_are_refused_by_name(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     store.append(result("a"))
     line = json.loads((store.dir / "results.jsonl").read_text())
-    assert line["format"] == FORMAT == 3
-    (store.dir / "results.jsonl").write_text(json.dumps({**line, "format": 4}) + "\n")
+    assert line["format"] == FORMAT == 4
+    (store.dir / "results.jsonl").write_text(json.dumps({**line, "format": 5}) + "\n")
     with pytest.raises(
-        UsageError, match="newer tamesu \\(results format 4\\); this one reads formats up to 3"
+        UsageError, match="newer tamesu \\(results format 5\\); this one reads formats up to 4"
     ):
         store.results()
 

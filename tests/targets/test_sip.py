@@ -114,8 +114,21 @@ async def test_a_busy_agent_ends_the_call_as_busy(calls: Calls, sipp: object) ->
     lines = [(e.direction, e.line) for e in events(turn, SipTrace)]
     assert lines[0] == ("sent", f"INVITE {agent.uri} SIP/2.0")  # again, if SIPp was not listening yet
     assert [line for direction, line in lines if direction == "received"] == ["SIP/2.0 486 Busy Here"]
+    assert turn[-1].refusal is None, "busy is an answer a test may expect, not a refusal"
     await phone.stop()
     assert await agent.done() == 0, "SIPp saw the ACK of its 486"
+
+
+@needs_sipp
+async def test_a_call_refused_with_a_4xx_is_a_refusal_of_the_turn(calls: Calls, sipp: object) -> None:
+    agent = await sipp("forbidden.xml")  # type: ignore[operator]
+    phone = await calls.target({"type": "sip", "to": agent.uri})
+    turn = await collect(phone)
+    assert isinstance(turn[-1], AgentTurn) and turn[-1].done
+    assert [(e.by, e.detail) for e in events(turn, CallEnded)] == [("error", "403 Forbidden")]
+    assert turn[-1].refusal == "the call was not answered: 403 Forbidden"
+    await phone.stop()
+    assert await agent.done() == 0
 
 
 @needs_sipp
