@@ -2,6 +2,12 @@
 
     python benchmarks/speech_engines.py            # about two minutes on two cores
     python benchmarks/speech_engines.py --quick    # fewer repetitions
+    python benchmarks/speech_engines.py --accuracy # word error rate per engine, line and voice
+
+``--accuracy`` (``benchmarks/speech_accuracy.py``) scores each offline STT engine on known support
+sentences spoken by Piper and espeak-ng (and espeak-ng in Spanish, German and French) through each
+kind of line, with its CPU time, and writes benchmarks/results/speech_accuracy.json: the figures
+the listener's default engine per line is chosen by (``tamesu.audio.engines.stt_for``).
 
 Measured on this machine with the engines as tamesu builds them (Piper joe, Whisper tiny.en int8):
 
@@ -237,8 +243,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one pass over the corpus instead of three")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--accuracy", action="store_true", help="word error rate and CPU per engine, line and voice"
+    )
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if args.accuracy:
+        from speech_accuracy import main as accuracy
+
+        accuracy(args.out, quick=args.quick)
+        return
+    args.out = args.out or RESULTS
     result = asyncio.run(main_async(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

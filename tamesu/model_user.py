@@ -121,7 +121,13 @@ class ModelUser:
         self.seed = seed
         self.ledger = ledger
         self.max_turns = scenario.max_turns or DEFAULT_MAX_TURNS
-        self.script = ScriptedUser(scenario, scope, max_turns=self.max_turns, suite_dir=suite_dir)
+        self.script = ScriptedUser(
+            scenario,
+            scope,
+            max_turns=self.max_turns,
+            suite_dir=suite_dir,
+            language=language or getattr(persona, "language", None),
+        )
         self.end_reason: str | None = None
         self.waiting = False
         self.attacker = persona is not None and persona.adversarial

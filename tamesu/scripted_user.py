@@ -7,23 +7,21 @@ model-driven user (``tamesu.model_user``) plays the script with it before the mo
 from __future__ import annotations
 
 import mimetypes
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import ConfigError
 from tamesu.kernel.messages import FileRef, UserTurn
+from tamesu.spoken import says
 from tamesu.templates import Scope, render, render_text
 
 if TYPE_CHECKING:
     from tamesu.config import Scenario, ScriptFile, ScriptStep
     from tamesu.kernel.transcript import Transcript
 
-__all__ = ["DEFAULT_MAX_TURNS", "ScriptedUser", "fuzzy_contains"]
+__all__ = ["DEFAULT_MAX_TURNS", "ScriptedUser"]
 
 DEFAULT_MAX_TURNS = 10
-WAIT_FOR_MIN_OVERLAP = 0.8
-"""The share of a ``wait_for`` text's words that must appear in the agent's turn."""
 
 
 class ScriptedUser:
@@ -31,7 +29,8 @@ class ScriptedUser:
 
     ``say`` / ``data`` / ``files`` / ``dtmf`` send a user turn (text rendered with the scope and the
     values captured so far); ``wait_for`` sends nothing until an agent turn since the user last
-    spoke fuzzily contains its text. The user stops when the script is done, after ``max_turns``
+    spoke says its text, as ``tamesu.spoken.says`` compares heard words (case, accents, punctuation
+    and the way numbers are written aside, in the run's ``language``). The user stops when the script is done, after ``max_turns``
     turns, or when the agent ended the session.
     """
 
@@ -46,11 +45,13 @@ class ScriptedUser:
         *,
         max_turns: int = DEFAULT_MAX_TURNS,
         suite_dir: Path | str = ".",
+        language: str | None = None,
     ) -> None:
         self.steps: list[ScriptStep] = list(scenario.script or []) if scenario is not None else []
         self.scope = scope
         self.max_turns = max_turns
         self._suite_dir = suite_dir
+        self.language = language
         self.sent = 0
         self.end_reason: str | None = None
         self.waiting = False
@@ -101,7 +102,7 @@ class ScriptedUser:
                 break
         wanted = render_text(text, self._scope(transcript))
         for i in range(start, len(turns)):
-            if turns[i].role == "agent" and fuzzy_contains(turns[i].text, wanted):
+            if turns[i].role == "agent" and says(turns[i].text, wanted, language=self.language):
                 self._seen = i + 1
                 return True
         return False
@@ -141,23 +142,3 @@ class ScriptedUser:
 
 def _mime(name: str) -> str | None:
     return mimetypes.guess_type(name)[0]
-
-
-_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def _words(text: str) -> list[str]:
-    return _NON_WORD.sub(" ", text.casefold()).split()
-
-
-def fuzzy_contains(haystack: str, needle: str, *, min_overlap: float = WAIT_FOR_MIN_OVERLAP) -> bool:
-    """Whether ``haystack`` says ``needle``: ignoring case, punctuation and spacing, or sharing at
-    least ``min_overlap`` of its words (speech-to-text drops and mangles the odd word)."""
-    want = _words(needle)
-    if not want:
-        return True
-    have = _words(haystack)
-    if f" {' '.join(want)} " in f" {' '.join(have)} ":
-        return True
-    present = set(have)
-    return sum(1 for w in want if w in present) / len(want) >= min_overlap

@@ -69,7 +69,9 @@ def make_simulator(
         return CounterpartUser(counterpart, spec.test.counterpart, scenario, scope)
     if scenario is None or not scenario.goal:
         max_turns = scenario.max_turns if scenario is not None else DEFAULT_MAX_TURNS
-        return ScriptedUser(scenario, scope, max_turns=max_turns, suite_dir=spec.suite_dir)
+        persona = spec.test.persona
+        language = spec.language or (persona.language if persona is not None else None)
+        return ScriptedUser(scenario, scope, max_turns=max_turns, suite_dir=spec.suite_dir, language=language)
     if router is None or not router.model_for("simulator"):
         raise ModelError(
             "scenario.goal needs a model to play the user: set models.simulator or models.default (see README)"

@@ -10,8 +10,9 @@ from tamesu.errors import ConfigError, ModelError
 from tamesu.kernel.messages import FileRef, UserTurn
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner.plan import plan
-from tamesu.scripted_user import ScriptedUser, fuzzy_contains
+from tamesu.scripted_user import ScriptedUser
 from tamesu.simulator import UserSimulator, make_simulator
+from tamesu.spoken import says
 from tamesu.templates import Scope
 
 pytestmark = pytest.mark.unit
@@ -176,20 +177,48 @@ async def test_no_scenario_means_nothing_to_say() -> None:
 
 
 @pytest.mark.parametrize(
-    ("haystack", "needle", "ok"),
+    ("heard", "wanted", "ok"),
     [
         ("Press 2, for BILLING.", "press 2 for billing", True),
         ("press   2\nfor billing", "Press 2 for billing!", True),
-        ("For billing, you press 2", "press 2 for billing", True),  # every word, another order
-        ("press two for billing", "press 2 for billing now", False),  # 3 of 5 words
-        ("for billing press 2 now please", "press 2 for billing please", True),
+        ("please enter your order number, followed by the pound, key", "pound key", True),
+        ("Returns are accepted within thirty days.", "30 days", True),
+        ("press two for billing", "press 2 for billing", True),
+        ("for order one zero zero one", "order 1001", True),
+        ("order 1,001 has shipped", "order one thousand and one", True),
+        ("press 1, 2 or 3", "press 1", True),
+        ("For billing, you press 2", "press 2 for billing", False),  # every word, another order
+        ("press two for billing", "press 2 for billing now", False),  # a word missing
+        ("please enter your order follow my pound key", "order number", False),
         ("press 24 for billing", "press 2", False),
         ("anything", "", True),
         ("", "hello", False),
     ],
 )
-def test_fuzzy_contains(haystack: str, needle: str, ok: bool) -> None:
-    assert fuzzy_contains(haystack, needle) is ok
+def test_wait_for_hears_what_a_person_would_and_nothing_fuzzier(heard: str, wanted: str, ok: bool) -> None:
+    assert says(heard, wanted) is ok
+
+
+@pytest.mark.parametrize(
+    ("heard", "wanted", "language"),
+    [
+        ("Su pedido llegará en treinta días.", "30 dias", "es-ES"),
+        ("Ihre Bestellung kommt in dreißig Tagen an.", "in 30 Tagen", "de"),
+        ("Votre commande arrivera dans trente jours.", "trente jours", "fr"),
+    ],
+)
+def test_numbers_are_read_in_the_runs_language(heard: str, wanted: str, language: str) -> None:
+    assert says(heard, wanted, language=language)
+
+
+async def test_a_wait_for_in_spanish_matches_the_agents_digits() -> None:
+    user = ScriptedUser(
+        scenario({"wait_for": "pulse dos para facturación"}, {"dtmf": "2"}), Scope(), language="es"
+    )
+    talk = Conversation()
+    talk.agent("Pulse 2 para facturacion.")
+    turn = await talk.step(user)
+    assert turn is not None and turn.data == {"dtmf": "2"}
 
 
 def _spec(scenario: dict[str, Any] | None, models: dict[str, Any] | None = None) -> Any:

