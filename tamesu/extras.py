@@ -4,7 +4,7 @@ One table for ``tamesu doctor`` and for the checks that tell a suite's author wh
 needs. Whether an extra is installed is answered without importing it (``find_spec``), so
 ``tamesu validate`` stays fast and a broken optional package cannot break it. What a browser
 target needs besides Python packages is found here too: the system's Chromium (``chromium_path``)
-and the vendored axe-core of a11y steps (``axe_missing``).
+and the axe-core of a11y steps, which the browser extra's axe-playwright-python carries (``axe_file``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "AXE_FETCH_COMMAND",
-    "AXE_FILE",
+    "AXE_MODULE",
     "CHROMIUM_PATHS",
     "EXTRAS",
     "Extra",
+    "axe_file",
     "axe_missing",
     "chromium_path",
     "is_installed",
@@ -28,9 +28,9 @@ __all__ = [
 ]
 
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
-AXE_FILE = Path(__file__).resolve().parent / "data" / "vendor" / "axe.min.js"
-"""axe-core, vendored by ``AXE_FETCH_COMMAND`` (its checksum pinned in ``tamesu.targets.browser_a11y``)."""
-AXE_FETCH_COMMAND = "python -m tamesu.targets.browser_a11y"
+AXE_MODULE = "axe_playwright_python"
+"""The package (of the browser extra) whose ``axe.min.js`` a11y steps run; its checksum is pinned in
+``tamesu.targets.browser_a11y``. Only the file is read: nothing of the package is imported."""
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,21 @@ def chromium_path() -> str:
     raise MissingExtraError("Chromium (for browser targets)", debian="chromium")
 
 
-def axe_missing() -> str | None:
-    """Why an a11y step cannot run here (axe-core not vendored); None when it can."""
-    if AXE_FILE.is_file():
+def axe_file() -> Path | None:
+    """axe-core's ``axe.min.js`` as installed with the browser extra; None when it is not installed."""
+    try:
+        spec = importlib.util.find_spec(AXE_MODULE)
+    except (ImportError, ValueError):
         return None
-    return f"axe-core not vendored: run {AXE_FETCH_COMMAND}"
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(folder) / "axe.min.js"
+        if path.is_file():
+            return path
+    return None
+
+
+def axe_missing() -> str | None:
+    """Why an a11y step cannot run here (axe-core not installed); None when it can."""
+    if axe_file() is not None:
+        return None
+    return "axe-core is not installed: pip install 'tamesu[browser]' (axe-playwright-python carries it)"

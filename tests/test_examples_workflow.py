@@ -34,3 +34,15 @@ def test_the_workflow_runs_reports_and_diffs_with_commands_tamesu_accepts() -> N
         assert args.command == argv[0]
     diff = build_parser("diff", environ={}).parse_args(commands[2])
     assert diff.markdown and diff.a == "baseline/tamesu-run" and diff.b == "tamesu-run"
+
+
+def test_tamesu_is_installed_from_a_pinned_repository_not_from_pypi() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    installs = [
+        step["run"]
+        for step in workflow["jobs"]["agent-tests"]["steps"]
+        if "pip install" in step.get("run", "")
+    ]
+    assert installs == ['pip install "tamesu @ git+${TAMESU_GIT}"']
+    repository, _, commit = workflow["env"]["TAMESU_GIT"].rpartition("@")
+    assert repository.startswith("https://") and commit

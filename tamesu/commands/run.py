@@ -59,6 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="PATH", help="also write JUnit XML to PATH")
     parser.add_argument("--json", metavar="PATH", help="also write the whole invocation as JSON to PATH")
     parser.add_argument(
+        "--no-html",
+        action="store_true",
+        help="write no report.html into the run directory (default: tamesu.yaml html_report, on)",
+    )
+    parser.add_argument(
         "--sarif", metavar="PATH", help="also write the red-team findings as SARIF 2.1.0 to PATH"
     )
     parser.add_argument(
@@ -123,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
             junit=args.junit,
             json=args.json,
             sarif=args.sarif,
+            html=False if args.no_html else None,
             update_golden=args.update_golden,
             fail_fast=args.fail_fast,
             strict=args.strict,

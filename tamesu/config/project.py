@@ -325,6 +325,11 @@ class Project(ConfigModel):
     output: str = F(
         "Directory where runs write results, reports and recordings.", "tamesu-runs", default="tamesu-runs"
     )
+    html_report: bool = F(
+        "Write report.html (tamesu report's page) into every run directory; tamesu run --no-html skips it once.",
+        False,
+        default=True,
+    )
     suites: list[str] = F(
         "Glob patterns, relative to tamesu.yaml, of the suite files a bare tamesu run picks up.",
         ["suites/**/*.yaml"],

@@ -214,7 +214,8 @@ class ConsoleReporter(Reporter):
         style = "red" if result.exit_code else "green"
         self.console.print(self._text(final_line(result), f"bold {style}"))
         if result.run_dir is not None:
-            self.console.print(self._text(f"results in {_shown(result.run_dir)}", "dim"))
+            report = f", report {_shown(result.report)}" if result.report is not None else ""
+            self.console.print(self._text(f"results in {_shown(result.run_dir)}{report}", "dim"))
 
     def _table(self, result: InvocationResult) -> Any:
         from rich import box

@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,7 +138,7 @@ async def run_async(
             resumed=len(previous),
             settings=settings,
         )
-        _write_reports(result, store, opts, redactor)
+        _write_reports(result, store, opts, redactor, project=project, note=reporter.note)
         from tamesu.runner.publish import publish
 
         publish(result, project=project, project_dir=project_dir, note=reporter.note)
@@ -283,12 +283,27 @@ def interrupt_on_signals(target: Any, *, sigterm: bool = False) -> Any:
 
 
 def _write_reports(
-    result: InvocationResult, store: ResultsStore, opts: RunOptions, redactor: Redactor
+    result: InvocationResult,
+    store: ResultsStore,
+    opts: RunOptions,
+    redactor: Redactor,
+    *,
+    project: Any,
+    note: Callable[[str], None],
 ) -> None:
     from tamesu.reports.json_report import summary, write_json
     from tamesu.reports.junit import write_junit
 
     store.write_json("summary.json", redactor.redact_obj(summary(result)))
+    html = opts.html if opts.html is not None else getattr(project, "html_report", True)
+    if html:
+        from tamesu.reports.html import write_html
+        from tamesu.reports.rundir import RunDirectory
+
+        try:
+            result.report = write_html(RunDirectory.open(store.dir), store.dir / "report.html")
+        except OSError as exc:  # the run's verdicts stand; the page can be made later with tamesu report
+            note(f"report.html not written: {exc}")
     if opts.junit:
         write_junit(result, opts.junit, redactor=redactor)
     if opts.json:

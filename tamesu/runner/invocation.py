@@ -45,6 +45,8 @@ class RunOptions:
     json: str | Path | None = None
     sarif: str | Path | None = None
     """Also write the red-team findings as SARIF 2.1.0 to this path."""
+    html: bool | None = None
+    """Write report.html into the run directory; None: tamesu.yaml's ``html_report`` (on by default)."""
     update_golden: bool = False
     fail_fast: bool = False
     strict: bool = False
@@ -74,6 +76,8 @@ class InvocationResult:
     budget_exceeded: str | None = None
     resumed: int = 0
     """Runs taken from the results of an earlier invocation (``--resume``)."""
+    report: Path | None = None
+    """The HTML report written into the run directory (None when it was turned off or failed)."""
     settings: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -1,10 +1,10 @@
 """The ``a11y`` step: axe-core checks the page, and violations at or above an impact fail the run.
 
-axe-core is JavaScript from the npm registry. It is not kept in the repository: a build step
-(``python -m tamesu.targets.browser_a11y``) packs a pinned version with npm, checks the tarball
-against the registry's published integrity, and puts its ``axe.min.js`` (and licence) in the
-package's git-ignored ``data/vendor`` folder. Without that file the step cannot run, and both
-``tamesu validate`` and the run say which command fetches it.
+axe-core is JavaScript; the browser extra installs it with ``axe-playwright-python`` (pinned),
+whose wheel carries ``axe.min.js`` (MPL-2.0), so ``pip install 'tamesu[browser]'`` is all a
+step needs. Only that file is read, never the package's code, and only when its sha512 is the one
+pinned here: a file that differs (another version, a tampered install) is refused with a config
+error. Without the package both ``tamesu validate`` and the run say what to install.
 
 The script is evaluated in every frame of the page (a page's Content-Security-Policy does not apply
 to it), then ``axe.run`` checks the page or the ``ref`` element. The result is bounded before it
@@ -14,37 +14,34 @@ leaves the page: the rule, its impact and help, how many elements, and the first
 from __future__ import annotations
 
 import asyncio
-import base64
+import functools
 import hashlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tamesu import extras
 from tamesu.errors import TargetError
-from tamesu.extras import AXE_FILE
 
 if TYPE_CHECKING:
     from playwright.async_api import ElementHandle, Page
 
 __all__ = [
-    "AXE_INTEGRITY",
+    "AXE_SHA512",
     "AXE_VERSION",
     "IMPACTS",
     "A11y",
     "a11y_spec",
+    "axe_script",
     "check_page",
     "describe",
-    "extract_axe",
-    "fetch_axe",
     "severity",
 ]
 
-AXE_VERSION = "4.14.1"
-AXE_INTEGRITY = (
-    "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ=="
-)
-"""The npm registry's integrity of the axe-core tarball; a tarball that differs is refused."""
+AXE_VERSION = "4.12.1"
+"""The axe-core that axe-playwright-python 0.1.8 (the browser extra's pin) carries."""
+AXE_SHA512 = "b3c14bebe414ee827a275f296a0e38b6330b3c7c43effe1d14ea2260f62467c51235e4d48eeed41759039cfbf45108bb1863a8295a5c16b2291a7f96c869a251"
+"""The sha512 of that ``axe.min.js``; any other file is refused."""
 IMPACTS = ("minor", "moderate", "serious", "critical")
 """axe-core's impacts, least to most severe."""
 CHECK_TIMEOUT = 60.0
@@ -108,7 +105,7 @@ def a11y_spec(arg: Any) -> A11y:
 
 async def check_page(page: Page, spec: A11y, element: ElementHandle | None = None) -> list[dict[str, Any]]:
     """The page's (or the element's) violations of the spec's rules, every impact, most severe first."""
-    script = AXE_FILE.read_text(encoding="utf-8")
+    script = axe_script()
     for frame in page.frames:
         try:
             if await frame.evaluate("typeof axe") == "undefined":
@@ -143,74 +140,24 @@ def describe(violations: list[dict[str, Any]], impact: str) -> str:
     return "\n".join([head, *lines])
 
 
-def extract_axe(tarball: Path, dest: Path = AXE_FILE, *, integrity: str = AXE_INTEGRITY) -> Path:
-    """Check the npm tarball against ``integrity`` and write its axe.min.js (and LICENSE) to dest."""
-    import tarfile
+def axe_script() -> str:
+    """axe-core's script, checked against ``AXE_SHA512``; a config error when missing or different."""
+    path = extras.axe_file()
+    if path is None:
+        raise _config(extras.axe_missing() or "axe-core is not installed")
+    return _checked(path)
 
-    data = tarball.read_bytes()
-    algo, _, expected = integrity.partition("-")
-    actual = base64.b64encode(hashlib.new(algo, data).digest()).decode()
-    if actual != expected:
-        raise TargetError(
-            f"{tarball.name} is not axe-core {AXE_VERSION} as published ({algo} differs)",
-            retryable=False,
-            kind="config",
+
+@functools.lru_cache(maxsize=4)
+def _checked(path: Path) -> str:
+    data = path.read_bytes()
+    if hashlib.sha512(data).hexdigest() != AXE_SHA512:
+        raise _config(
+            f"{path} is not axe-core {AXE_VERSION} as axe-playwright-python 0.1.8 ships it (sha512 differs):"
+            " pip install 'tamesu[browser]' again"
         )
-    wanted = {"package/axe.min.js": dest, "package/LICENSE": dest.with_name("axe-core.LICENSE")}
-    found: dict[Path, bytes] = {}
-    with tarfile.open(tarball, "r:gz") as tar:
-        for member in tar.getmembers():
-            source = tar.extractfile(member) if member.name in wanted and member.isfile() else None
-            if source is not None:
-                found[wanted[member.name]] = source.read()
-    missing = [name for name, target in wanted.items() if target not in found]
-    if missing:
-        raise TargetError(f"{tarball.name} has no {', '.join(missing)}", retryable=False, kind="config")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    for target, data in found.items():
-        partial = target.with_name(target.name + ".part")
-        partial.write_bytes(data)
-        partial.replace(target)
-    return dest
-
-
-def fetch_axe(dest: Path = AXE_FILE) -> Path:
-    """``npm pack`` the pinned axe-core into a temporary folder and extract it to dest."""
-    import shutil
-    import subprocess
-    import tempfile
-
-    npm = shutil.which("npm")
-    if npm is None:
-        raise TargetError("npm is not installed (apt-get install npm)", retryable=False, kind="config")
-    with tempfile.TemporaryDirectory() as tmp:
-        done = subprocess.run(
-            [npm, "pack", f"axe-core@{AXE_VERSION}", "--silent", "--pack-destination", tmp],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        tarball = Path(tmp) / f"axe-core-{AXE_VERSION}.tgz"
-        if done.returncode != 0 or not tarball.is_file():
-            tail = (done.stderr or done.stdout).strip()[-500:]
-            raise TargetError(f"npm pack axe-core@{AXE_VERSION} failed: {tail}", retryable=False)
-        return extract_axe(tarball, dest)
+    return data.decode("utf-8")
 
 
 def _config(message: str) -> TargetError:
     return TargetError(message, retryable=False, kind="config")
-
-
-def main() -> int:
-    try:
-        path = fetch_axe()
-    except TargetError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"axe-core {AXE_VERSION} written to {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -92,6 +92,21 @@ async def test_exit_zero_when_everything_passes(agent: str, tmp_path: Path) -> N
     settings = json.loads((run_dir / "settings.json").read_text())
     assert settings["argv"][-7:] == ["suite.yaml", "--junit", "junit.xml", "--json", "out.json", "-j", "2"]
     assert settings["options"]["concurrency"] == 2
+    assert "cli / refunds" in (run_dir / "report.html").read_text()
+    last = out.rstrip().splitlines()[-1]
+    assert last == f"results in tamesu-runs/{run_dir.name}, report tamesu-runs/{run_dir.name}/report.html"
+
+
+@pytest.mark.integration
+async def test_no_html_and_the_project_setting_leave_the_report_out(agent: str, tmp_path: Path) -> None:
+    write_suite(tmp_path, agent, "30 days")
+    code, out = await tamesu(tmp_path, "suite.yaml", "--no-html")
+    assert code == 0, out
+    assert out.rstrip().splitlines()[-1].startswith("results in ") and "report" not in out.splitlines()[-1]
+    (tmp_path / "tamesu.yaml").write_text("html_report: false\nhistory: { enabled: false }\n")
+    code, out = await tamesu(tmp_path, "suite.yaml")
+    assert code == 0, out
+    assert not list((tmp_path / "tamesu-runs").glob("*/report.html"))
 
 
 @pytest.mark.integration
