@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from tamesu.targets.browser_session import Gate
     from tamesu.targets.browser_steps import StepRunner
 
-__all__ = ["BrowserAdapter"]
+__all__ = ["BrowserAdapter", "run_folder"]
 
 LOAD_TIMEOUT = 30.0
 """Seconds the first page may take to load."""
@@ -148,8 +148,7 @@ class BrowserAdapter(TargetAdapter):
         output = self.ctx.output_dir
         if not output:
             return None
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.ctx.run_id)[:120]
-        return Path(output) / "browser" / safe
+        return run_folder(Path(output), self.ctx.run_id)
 
     async def _load(self) -> None:
         from playwright.async_api import Error as PlaywrightError
@@ -286,3 +285,11 @@ def request_event(name: str, data: dict[str, Any], at: float) -> BrowserBlocked 
     if name == "browser_mocked":
         return BrowserMocked(url=url, method=method, pattern=str(data.get("pattern", "")), at=at)
     return BrowserBlocked(url=url, method=method, at=at)
+
+
+def run_folder(output: Path, run_id: str) -> Path:
+    """``output/browser/NAME-HASH``: a run id may hold anything (``a/b``, ``a?b``, ``..``), and
+    two ids never share a folder nor leave ``browser/`` (the hash is of the whole id)."""
+    from tamesu.untrusted import safe_name
+
+    return output / "browser" / safe_name(run_id, limit=100)
