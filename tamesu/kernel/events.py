@@ -242,10 +242,12 @@ class BrowserRecording(_Event, tag="browser_recording", frozen=True):
 
 
 class BrowserBlocked(_Event, tag="browser_blocked", frozen=True):
-    """A request or navigation outside the allowed domains, stopped in the browser."""
+    """A request, navigation or websocket outside the allowed domains, stopped in the browser; or a
+    redirect there (``redirected_from``), which the browser follows on its own: the step failed."""
 
     url: str
     method: str = "GET"
+    redirected_from: str | None = None
 
 
 class BrowserMocked(_Event, tag="browser_mocked", frozen=True):

@@ -161,6 +161,19 @@ class BrowserAdapter(TargetAdapter):
             raise self.redacted(TargetError(f"the page {self.url} did not load: {first}")) from None
         if response is not None and response.status >= 500:
             raise self.redacted(TargetError(f"the page {self.url} answered {response.status}"))
+        self._gate_held(f"the page {self.url}")
+
+    def _gate_held(self, what: str) -> None:
+        """A redirect out of the allowed domains (which routing cannot stop) ends the run."""
+        escapes = self.gate.take_escapes() if self.gate is not None else []
+        if escapes:
+            raise self.redacted(
+                TargetError(
+                    f"{what} led out of the allowed domains to {escapes[0]}; add the domain to "
+                    "allowed_domains if the test may go there",
+                    retryable=False,
+                )
+            )
 
     async def stop(self) -> None:
         """Keep the trace when a step failed or a turn raised, write the recording, close the context."""
@@ -252,6 +265,7 @@ class BrowserAdapter(TargetAdapter):
             raise self.redacted(exc) from None
         for note in self._notes():
             yield note
+        self._gate_held("the chat turn")
         yield AgentTurn(text="\n".join(answer), at=clock.now())
 
 
@@ -284,7 +298,8 @@ def request_event(name: str, data: dict[str, Any], at: float) -> BrowserBlocked 
     url, method = str(data.get("url", "")), str(data.get("method", "GET"))
     if name == "browser_mocked":
         return BrowserMocked(url=url, method=method, pattern=str(data.get("pattern", "")), at=at)
-    return BrowserBlocked(url=url, method=method, at=at)
+    previous = data.get("redirected_from")
+    return BrowserBlocked(url=url, method=method, redirected_from=str(previous) if previous else None, at=at)
 
 
 def run_folder(output: Path, run_id: str) -> Path:
