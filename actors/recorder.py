@@ -6,7 +6,8 @@ status that came before it; the handoff; and the test's captures, applied to eac
 it arrives so that later user turns can say ``{{captured.NAME}}``.
 
 It also bounds what a transcript holds of the agent (``Limits``): a turn's text past ``turn_text``
-ends the run with a limit error (the text kept up to the limit), and raw answers past
+ends the run with a limit error (the text kept up to the limit), so does a turn's tool call past
+``tool_calls`` (the calls kept up to the limit, a ``truncated`` event saying so), and raw answers past
 ``transcript_size`` are stored as ``{"truncated": true, "bytes": N, "head": ...}`` marks.
 """
 
@@ -229,13 +230,24 @@ class Recorder(Actor):
 
     def _tool_call(self, msg: ToolCall) -> None:
         self._heard(msg.at)
+        self._room_for_a_tool_call()
         self._tools.append(ToolCallRecord(name=msg.name, args=dict(msg.args), id=msg.id))
+
+    def _room_for_a_tool_call(self) -> None:
+        limit = self.limits.tool_calls
+        if len(self._tools) < limit:
+            return
+        self.transcript.events.append(Truncated(at=self.clock.now(), what="tool_calls", limit=limit))
+        raise LimitExceeded(
+            f"agent turn {self._agent_turns + 1} made more than {limit} tool calls", setting="tool_calls"
+        )
 
     def _tool_result(self, msg: ToolResult) -> None:
         for call in reversed(self._tools):
             if (msg.id is not None and call.id == msg.id) or (msg.id is None and call.name == msg.name):
                 call.result = msg.result
                 return
+        self._room_for_a_tool_call()
         self._tools.append(ToolCallRecord(name=msg.name, id=msg.id, result=msg.result))
 
     def _raw_response(self, msg: RawResponse) -> None:

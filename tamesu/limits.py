@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tamesu.durations import parse_duration
 from tamesu.errors import TargetError
 
 __all__ = [
@@ -63,6 +64,11 @@ class Limits:
     """Nesting of arrays and objects in one JSON answer."""
     transcript_size: int = 8_000_000
     """Bytes of raw answers one transcript stores; later ones are kept as a truncation mark."""
+    audio_ahead: float = 30.0
+    """Seconds of the agent's audio that may wait to be played: an agent sends speech faster than
+    real time, but one further ahead is flooding the call; the rest is dropped and counted."""
+    tool_calls: int = 1000
+    """Tool calls one agent turn may carry; later ones are dropped and counted."""
 
     @classmethod
     def from_config(cls, config: Any) -> Limits:
@@ -72,11 +78,14 @@ class Limits:
         base = DEFAULT_LIMITS
         answer = getattr(config, "answer_size", None)
         stored = getattr(config, "transcript_size", None)
+        ahead = getattr(config, "audio_ahead", None)
         return cls(
             answer_size=base.answer_size if answer is None else parse_size(answer),
             turn_text=getattr(config, "turn_text", None) or base.turn_text,
             json_depth=getattr(config, "json_depth", None) or base.json_depth,
             transcript_size=base.transcript_size if stored is None else parse_size(stored),
+            audio_ahead=base.audio_ahead if ahead is None else parse_duration(ahead),
+            tool_calls=getattr(config, "tool_calls", None) or base.tool_calls,
         )
 
     def too_large(self, what: str) -> LimitExceeded:

@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
 
 __all__ = [
+    "OutsideFolder",
+    "inside",
     "json_bytes",
     "loads_json",
     "paint",
@@ -131,3 +134,29 @@ def safe_name(text: str, *, key: str | None = None, limit: int = 60) -> str:
     slug = _UNSAFE_IN_NAMES.sub("_", text).strip("._")[:limit] or "run"
     digest = hashlib.sha1((key or text).encode()).hexdigest()[:8]
     return f"{slug}-{digest}"
+
+
+class OutsideFolder(ValueError):
+    """A relative path (often rendered from an agent's values) that would leave its folder."""
+
+
+def inside(folder: str | Path, name: str, *, what: str = "the path") -> Path:
+    """``folder / name`` when it stays inside ``folder``; else ``OutsideFolder`` naming ``what``.
+
+    A template can put an agent's words into a file name (``golden/{{captured.order}}.json``): an
+    absolute name, a ``..`` part, a NUL, or a symbolic link that leads out are refused, so
+    nothing is read from or written to (nor any folder made) outside ``folder``.
+    """
+    shown = printable(name[:120])
+    if not name or "\x00" in name:
+        raise OutsideFolder(f"{what} {shown!r} is not a file name")
+    given = PurePath(name)
+    if given.is_absolute() or PureWindowsPath(name).anchor or ".." in given.parts:
+        raise OutsideFolder(
+            f"{what} {shown!r} must be a relative path inside {folder} (no '..', not absolute)"
+        )
+    base = Path(folder).resolve()
+    full = (base / given).resolve()
+    if not full.is_relative_to(base):
+        raise OutsideFolder(f"{what} {shown!r} leads out of {folder} through a symbolic link")
+    return full

@@ -5,7 +5,8 @@
 ``2 * shared words / (words in reference + words in reply)``, 1.0 for the same words in any order,
 0.0 for nothing in common; every turn must reach ``min`` (default 0.8) and the number of turns
 must be the same. ``judge`` needs a model. ``tamesu run --update-golden`` rewrites the file with
-the agent's turns of this run.
+the agent's turns of this run. The file stays inside the suite's folder, whatever a template in
+its name renders to (an agent's captured value may be ``../../x``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tamesu.assertions.compare import shorten
 from tamesu.assertions.conversation import NEEDS_A_MODEL
 from tamesu.config.assertions.golden import GoldenAssertion
 from tamesu.kernel.outcome import AssertionResult
+from tamesu.untrusted import OutsideFolder, inside
 
 __all__ = ["golden", "normalise", "read_golden", "word_overlap", "write_golden"]
 
@@ -76,7 +78,10 @@ async def golden(spec: GoldenAssertion, ctx: AssertionContext) -> AssertionResul
     file = _get(spec, "file")
     inline = _get(spec, "turns")
     replies = [t.text for t in ctx.transcript.agent_turns()]
-    path = (ctx.suite_dir / file) if file else None
+    try:
+        path = inside(ctx.suite_dir, file, what="golden file") if file else None
+    except OutsideFolder as exc:
+        return AssertionResult.failed_to_evaluate(str(exc))
 
     if path is not None and ctx.update_golden:
         write_golden(path, replies)

@@ -20,6 +20,7 @@ from tamesu.config.valuechecks import check_values
 from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
 from tamesu.errors import ConfigError
 from tamesu.templates import DYNAMIC_NAMES, template_names
+from tamesu.untrusted import OutsideFolder, inside
 
 __all__ = ["check_document", "check_model_needs"]
 
@@ -248,6 +249,12 @@ def _check_files(ctx: _Ctx, data: dict[str, Any], *, update_golden: bool) -> set
     for path, value, what in _referenced_files(data):
         if not isinstance(value, str) or not value or "{{" in value or "${" in value:
             continue  # a ${VAR} still here is not set: the environment check reports it
+        if what == "golden file":
+            try:
+                inside(ctx.suite_dir, value, what=what)
+            except OutsideFolder as exc:
+                ctx.error(str(exc), path, hint="golden files are kept inside the suite's folder")
+                continue
         full = Path(value).expanduser()
         full = full if full.is_absolute() else ctx.suite_dir / full
         if full.is_file():

@@ -199,6 +199,19 @@ class LimitsConfig(ConfigModel):
         "8MB",
         default="8MB",
     )
+    audio_ahead: Duration = F(
+        "How far ahead of real time the agent's audio may be queued to play (agents send speech "
+        "faster than it plays); what arrives beyond is dropped, counted in the transcript, and the "
+        "run is an error.",
+        "30s",
+        default="30s",
+    )
+    tool_calls: PositiveInt = F(
+        "The most tool calls one agent turn may carry; the transcript keeps these, notes the "
+        "truncation, and the run is an error.",
+        1000,
+        default=1000,
+    )
 
 
 class SipConfig(ConfigModel):
@@ -382,7 +395,13 @@ class Project(ConfigModel):
     )
     limits: LimitsConfig | None = F(
         "Bounds on what tamesu reads from the agent and keeps of it.",
-        {"answer_size": "4MB", "turn_text": 1000000, "json_depth": 64, "transcript_size": "8MB"},
+        {
+            "answer_size": "4MB",
+            "turn_text": 1000000,
+            "json_depth": 64,
+            "transcript_size": "8MB",
+            "audio_ahead": "30s",
+        },
         default=None,
     )
 

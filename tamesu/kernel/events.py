@@ -17,6 +17,7 @@ import msgspec
 __all__ = [
     "AgentCleared",
     "AgentDone",
+    "AudioDropped",
     "BrowserAction",
     "BrowserBlocked",
     "BrowserMocked",
@@ -100,7 +101,8 @@ class HandoffSignalFailed(_Event, tag="handoff_signal_failed", frozen=True):
 
 
 class Truncated(_Event, tag="truncated", frozen=True):
-    """The transcript stopped keeping ``what`` (raw answers) once it held ``limit`` bytes of it."""
+    """The transcript stopped keeping ``what`` once it held ``limit`` of it: raw answers (bytes), or
+    a turn's ``tool_calls`` (calls; the run then ends as a limit error)."""
 
     what: str = "raw"
     limit: int = 0
@@ -140,6 +142,14 @@ class AgentCleared(_Event, tag="agent_cleared", frozen=True):
     """The agent dropped the audio it had queued (a Twilio ``clear``, an interruption)."""
 
     reason: str = "clear"
+
+
+class AudioDropped(_Event, tag="audio_dropped", frozen=True):
+    """The agent's audio was further ahead of real time than ``limits.audio_ahead``: what arrived
+    beyond was not played (a flood)."""
+
+    samples: int = 0
+    seconds: float = 0.0
 
 
 class DtmfUnsupported(_Event, tag="dtmf_unsupported", frozen=True):
@@ -232,10 +242,12 @@ class BrowserRecording(_Event, tag="browser_recording", frozen=True):
 
 
 class BrowserBlocked(_Event, tag="browser_blocked", frozen=True):
-    """A request or navigation outside the allowed domains, stopped in the browser."""
+    """A request, navigation or websocket outside the allowed domains, stopped in the browser; or a
+    redirect there (``redirected_from``), which the browser follows on its own: the step failed."""
 
     url: str
     method: str = "GET"
+    redirected_from: str | None = None
 
 
 class BrowserMocked(_Event, tag="browser_mocked", frozen=True):
@@ -283,6 +295,7 @@ TranscriptEvent = (
     | VoiceCall
     | VoiceTurn
     | AgentCleared
+    | AudioDropped
     | DtmfUnsupported
     | SipTrace
     | CallEnded

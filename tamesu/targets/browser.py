@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from tamesu.targets.browser_session import Gate
     from tamesu.targets.browser_steps import StepRunner
 
-__all__ = ["BrowserAdapter"]
+__all__ = ["BrowserAdapter", "run_folder"]
 
 LOAD_TIMEOUT = 30.0
 """Seconds the first page may take to load."""
@@ -148,8 +148,7 @@ class BrowserAdapter(TargetAdapter):
         output = self.ctx.output_dir
         if not output:
             return None
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.ctx.run_id)[:120]
-        return Path(output) / "browser" / safe
+        return run_folder(Path(output), self.ctx.run_id)
 
     async def _load(self) -> None:
         from playwright.async_api import Error as PlaywrightError
@@ -162,6 +161,19 @@ class BrowserAdapter(TargetAdapter):
             raise self.redacted(TargetError(f"the page {self.url} did not load: {first}")) from None
         if response is not None and response.status >= 500:
             raise self.redacted(TargetError(f"the page {self.url} answered {response.status}"))
+        self._gate_held(f"the page {self.url}")
+
+    def _gate_held(self, what: str) -> None:
+        """A redirect out of the allowed domains (which routing cannot stop) ends the run."""
+        escapes = self.gate.take_escapes() if self.gate is not None else []
+        if escapes:
+            raise self.redacted(
+                TargetError(
+                    f"{what} led out of the allowed domains to {escapes[0]}; add the domain to "
+                    "allowed_domains if the test may go there",
+                    retryable=False,
+                )
+            )
 
     async def stop(self) -> None:
         """Keep the trace when a step failed or a turn raised, write the recording, close the context."""
@@ -253,6 +265,7 @@ class BrowserAdapter(TargetAdapter):
             raise self.redacted(exc) from None
         for note in self._notes():
             yield note
+        self._gate_held("the chat turn")
         yield AgentTurn(text="\n".join(answer), at=clock.now())
 
 
@@ -285,4 +298,13 @@ def request_event(name: str, data: dict[str, Any], at: float) -> BrowserBlocked 
     url, method = str(data.get("url", "")), str(data.get("method", "GET"))
     if name == "browser_mocked":
         return BrowserMocked(url=url, method=method, pattern=str(data.get("pattern", "")), at=at)
-    return BrowserBlocked(url=url, method=method, at=at)
+    previous = data.get("redirected_from")
+    return BrowserBlocked(url=url, method=method, redirected_from=str(previous) if previous else None, at=at)
+
+
+def run_folder(output: Path, run_id: str) -> Path:
+    """``output/browser/NAME-HASH``: a run id may hold anything (``a/b``, ``a?b``, ``..``), and
+    two ids never share a folder nor leave ``browser/`` (the hash is of the whole id)."""
+    from tamesu.untrusted import safe_name
+
+    return output / "browser" / safe_name(run_id, limit=100)

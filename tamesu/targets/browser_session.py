@@ -6,7 +6,11 @@ each run gets its own context (cookies, storage, routes) that nothing else sees.
 
 Every request of a context, navigations included, passes ``Gate``: a host outside the allowed
 domains is aborted (and noted), a request a mock matches is answered by tamesu, and the rest go to
-the network. Service workers are blocked, so no request escapes the gate.
+the network. Service workers are blocked, so no request escapes the gate. Routing does not see
+what the browser does on its own, so the gate covers those too: a redirect's next hop is checked
+as it is requested (one outside the domains is noted and fails the step that led there),
+websockets are routed (one to another host is closed), and Chromium never sends WebRTC's UDP
+(STUN, media) except through a proxy.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from tamesu.errors import MissingExtraError, TargetError
 from tamesu.extras import chromium_path
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Playwright, Route
+    from playwright.async_api import Browser, BrowserContext, Playwright, Request, Route, WebSocketRoute
 
     from tamesu.config.targets.browser import BrowserMock
 
@@ -35,7 +39,14 @@ __all__ = [
     "url_matches",
 ]
 
-"""Where Debian and friends put Chromium; ``TAMESU_CHROMIUM`` names another."""
+LAUNCH_ARGS = (
+    "--no-sandbox",
+    "--disable-dev-shm-usage",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+)
+"""WebRTC sends STUN and media over UDP to any host a page names, past every route: only through
+a proxy (and tamesu sets none), so a page cannot reach another host that way."""
 MAX_NOTES = 200
 """The most blocked or mocked requests one run notes in its transcript."""
 
@@ -65,9 +76,7 @@ async def shared_browser() -> Browser:
         executable = chromium_path()
         playwright = await async_playwright().start()
         try:
-            browser = await playwright.chromium.launch(
-                executable_path=executable, args=["--no-sandbox", "--disable-dev-shm-usage"]
-            )
+            browser = await playwright.chromium.launch(executable_path=executable, args=list(LAUNCH_ARGS))
         except Exception as exc:
             await playwright.stop()
             raise TargetError(f"Chromium at {executable} did not start: {exc}", retryable=False) from None
@@ -128,6 +137,8 @@ class Gate:
     mocks: list[BrowserMock] = field(default_factory=list)
     notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     blocked: int = 0
+    escapes: list[str] = field(default_factory=list)
+    """Redirects the browser followed out of the allowed domains, not yet failed as a step."""
 
     def note(self, name: str, data: dict[str, Any]) -> None:
         if len(self.notes) < MAX_NOTES:
@@ -154,8 +165,37 @@ class Gate:
             # the page went away while the request waited (a closed context): nothing to answer
             return
 
+    def redirected(self, request: Request) -> None:
+        """Every request of the context (an event, not a route): a redirect's next hop outside the
+        domains is noted and kept in ``escapes``, since routing never sees it."""
+        previous = request.redirected_from
+        if previous is None or domain_allowed(request.url, self.domains):
+            return
+        self.blocked += 1
+        data = {"url": request.url[:500], "method": request.method, "redirected_from": previous.url[:500]}
+        self.note("browser_blocked", data)
+        self.escapes.append(f"{request.url[:200]} (a redirect from {previous.url[:200]})")
+
+    def take_escapes(self) -> list[str]:
+        escapes, self.escapes = self.escapes, []
+        return escapes
+
+    async def socket(self, ws: WebSocketRoute) -> None:
+        """A websocket of the page: to an allowed host it connects, to any other it is closed."""
+        if domain_allowed(ws.url, self.domains):
+            ws.connect_to_server()
+            return
+        self.blocked += 1
+        self.note("browser_blocked", {"url": ws.url[:500], "method": "WEBSOCKET"})
+        try:
+            await ws.close(code=1008, reason="outside the allowed domains")
+        except Exception:
+            return
+
     async def attach(self, context: BrowserContext) -> None:
         await context.route("**/*", self.handle)
+        await context.route_web_socket(re.compile(".*"), self.socket)
+        context.on("request", self.redirected)
 
 
 async def _answer(route: Route, mock: BrowserMock) -> None:

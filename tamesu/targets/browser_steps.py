@@ -105,6 +105,7 @@ class StepRunner:
         event: dict[str, Any] = {"step": index, "action": name}
         try:
             event.update(await getattr(self, "_" + name)(arg) or {})
+            self.gate_held()
         except StepFailed as exc:
             event.update(exc.details, passed=False, message=str(exc))
             exc.event = event
@@ -132,6 +133,15 @@ class StepRunner:
                 )
             )
         return event
+
+    def gate_held(self) -> None:
+        """Fail the step when the browser followed a redirect out of the allowed domains."""
+        escapes = self.gate.take_escapes()
+        if escapes:
+            more = f" and {len(escapes) - 1} more" if len(escapes) > 1 else ""
+            raise StepFailed(
+                f"the page left the allowed domains ({', '.join(self.gate.domains)}): {escapes[0]}{more}"
+            )
 
     def _ref(self, arg: Any, key: str = "ref") -> str:
         ref = arg.get(key) if isinstance(arg, dict) else arg

@@ -50,7 +50,8 @@ __all__ = ["CallAudio", "Lane"]
 class CallAudio:
     """One call as its lane sees it: its wire format and line, where its frames go (``send``), where
     the stages' reports about it go (``report``), its caller's background noise, its listener's ear
-    and its recording; once attached, its slot and the run-clock time of its frame 0 (``t0``)."""
+    and its recording; once attached, its slot and the run-clock time of its frame 0 (``t0``).
+    ``ahead_s`` bounds the agent's audio waiting to be played, before the call joined its lane too."""
 
     def __init__(
         self,
@@ -64,6 +65,7 @@ class CallAudio:
         noise: Any = None,
         ear: FrameEar | None = None,
         recording: CallRecording | None = None,
+        ahead_s: float | None = None,
     ) -> None:
         from tamesu.audio.codec import normalise_encoding
 
@@ -83,6 +85,11 @@ class CallAudio:
         self.slot = -1
         self.early: list[AudioFrame | AgentMark | AgentClear] = []
         """What the agent sent before the call joined its lane (it is played once the call has)."""
+        self.ahead = None if ahead_s is None else int(ahead_s * rate)
+        """The most samples of the agent's audio that may wait to be played (None: no bound)."""
+        self._early_samples = 0
+        self._early_dropped = 0
+        self._dropped = 0
         self._frames = 0
 
     @property
@@ -120,6 +127,16 @@ class CallAudio:
     def buffered_s(self) -> float:
         return self.buffered / self.rate
 
+    @property
+    def dropped(self) -> int:
+        """Samples of the agent's audio dropped because more than ``ahead`` were waiting."""
+        play = self.lane.transport.playouts[self.slot] if self.lane is not None else None
+        return self._dropped + self._early_dropped + (play.dropped if play is not None else 0)
+
+    def note_dropped(self, samples: int) -> None:
+        """Keep the count of a playout the call is leaving (its lane forgets it)."""
+        self._dropped += samples
+
     def say(self, utterance: Utterance) -> None:
         """Queue an utterance; a ``CallerSpoke`` reports it once its last sample is sent (or it is stopped)."""
         if self.lane is not None:
@@ -149,6 +166,14 @@ class CallAudio:
         if self.lane is not None:
             self.lane.transport.deliver(msg)
         elif self.send is not None:
+            if isinstance(msg, AudioFrame) and self.ahead is not None:
+                samples = len(msg.pcm) // 2
+                if self._early_samples + samples > self.ahead:
+                    self._early_dropped += samples
+                    return
+                self._early_samples += samples
+            elif isinstance(msg, AgentClear):
+                self._early_samples = 0
             self.early.append(msg)
 
 
@@ -211,6 +236,8 @@ class Lane:
         slot = call.slot
         if slot < 0 or self.calls[slot] is not call:
             return
+        play = self.transport.playouts[slot]
+        call.note_dropped(play.dropped if play is not None else 0)
         for stage in self.stages:
             stage.detach(slot)
         call._frames = int(self.k[slot])

@@ -31,7 +31,7 @@ import numpy as np
 from tamesu.audio.behaviour import BehaviourRNG
 from tamesu.clock import within
 from tamesu.errors import TamesuError, TargetError
-from tamesu.kernel.events import AgentCleared, VoiceCall
+from tamesu.kernel.events import AgentCleared, AudioDropped, VoiceCall
 from tamesu.kernel.messages import (
     AgentSpeech,
     AgentTones,
@@ -42,6 +42,7 @@ from tamesu.kernel.messages import (
     Message,
     UserTurn,
 )
+from tamesu.limits import LimitExceeded
 
 from .caller import Caller
 from .lane import CallAudio
@@ -111,6 +112,7 @@ class VoiceSession:
             report=self.hear,
             noise=caller_noise(settings),
             ear=self.listener if self.listener.hears_frames else None,
+            ahead_s=ctx.limits.audio_ahead,
         )
         self._saying: deque[Utterance] = deque()
         self._events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue(_EVENTS)
@@ -118,6 +120,7 @@ class VoiceSession:
         self._closed: tuple[int | None, str] | None = None
         self._announced = False
         self._started = False
+        self._flooded = False
 
     @property
     def timeline(self) -> CallTimeline:
@@ -168,6 +171,9 @@ class VoiceSession:
         """Agent audio arrived (int16 at the call's rate); it is queued to be played."""
         now = self.clock.now()
         self.call.play(samples, at=now)
+        if not self._flooded and self.call.dropped:
+            self._flooded = True
+            self._post("flood")
         t = self.conversation.turn
         if t is not None and t.first_rx is None and len(samples) and int(np.abs(samples).max()) > AUDIBLE:
             self.conversation.sound(now)
@@ -283,6 +289,10 @@ class VoiceSession:
                     self._say(speech.pop(0), t)
                 else:
                     c.listen(t, said.speech_end if said.spans else self.clock.now())
+            elif kind == "flood":
+                dropped, error = self._flood()
+                yield dropped
+                raise error
             elif kind == "closed":
                 if t.done or (self._closed is not None and self._closed[0] in _CLEAN_CLOSE):
                     t.done = True
@@ -290,8 +300,26 @@ class VoiceSession:
                 raise TargetError(f"the agent dropped the call ({_describe(self._closed)})")
             if t.done and t.listening and c.quiet(self.call.buffered):
                 break
+        if self.call.dropped:
+            dropped, error = self._flood()
+            yield dropped
+            raise error
         for msg in await self._finish(t, interrupted=interrupted):
             yield msg
+
+    def _flood(self) -> tuple[Event, LimitExceeded]:
+        """The agent sent audio further ahead of real time than ``limits.audio_ahead``: the event
+        that counts what was dropped, and the run's error."""
+        self._flooded = True
+        dropped = self.call.dropped
+        seconds = dropped / self.settings.rate
+        error = LimitExceeded(
+            f"the agent sent audio more than {self.ctx.limits.audio_ahead:g} s ahead of real time "
+            f"(a flood); {seconds:.1f} s of it were dropped",
+            setting="audio_ahead",
+        )
+        now = self.clock.now()
+        return Event(event=AudioDropped(samples=dropped, seconds=round(seconds, 3), at=now), at=now), error
 
     def _announce(self) -> Event:
         s = self.settings

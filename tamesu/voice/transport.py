@@ -11,6 +11,9 @@ the queued audio is dropped and every pending mark is due at once).
 Agents send speech faster than real time (a whole synthesised sentence at once); the caller hears
 it at 20 ms per frame, so what the agent sent and what the caller has heard differ, and every
 timing is measured on what was heard. A mark sits at the position of the audio sent before it.
+How far ahead the agent may be is bounded (``limits.audio_ahead``): every audio target plays
+through a ``Playout``, and what an agent floods beyond the bound is dropped and counted, so an RTP
+flood or a stream of megabyte frames costs a few seconds of samples, not gigabytes.
 """
 
 from __future__ import annotations
@@ -32,17 +35,23 @@ __all__ = ["Playout", "TransportStage"]
 
 
 class Playout:
-    """A FIFO of int16 chunks; ``written`` and ``consumed`` count samples of agent audio in and out."""
+    """A FIFO of int16 chunks; ``written`` and ``consumed`` count samples of agent audio in and out.
 
-    __slots__ = ("_chunks", "_head", "buffered", "consumed", "frame", "marks", "written")
+    At most ``limit`` samples wait (None: no bound); those written beyond it are not kept but
+    counted in ``dropped``, and the marks after them keep their place in what was kept.
+    """
 
-    def __init__(self, frame: int) -> None:
+    __slots__ = ("_chunks", "_head", "buffered", "consumed", "dropped", "frame", "limit", "marks", "written")
+
+    def __init__(self, frame: int, *, limit: int | None = None) -> None:
         self.frame = frame
+        self.limit = limit
         self._chunks: deque[np.ndarray] = deque()
         self._head = 0
         self.buffered = 0
         self.written = 0
         self.consumed = 0
+        self.dropped = 0
         self.marks: deque[tuple[int, str]] = deque()
 
     @property
@@ -51,6 +60,10 @@ class Playout:
         return self.buffered / (self.frame * 50)
 
     def write(self, samples: np.ndarray) -> None:
+        if self.limit is not None and self.buffered + len(samples) > self.limit:
+            room = max(0, self.limit - self.buffered)
+            self.dropped += len(samples) - room
+            samples = samples[:room].copy()
         if len(samples):
             self._chunks.append(samples)
             self.buffered += len(samples)
@@ -107,7 +120,7 @@ class TransportStage(Stage):
 
     def attach(self, slot: int, call: CallAudio) -> None:
         self.sends[slot] = call.send
-        self.playouts[slot] = Playout(self.lane.frame)
+        self.playouts[slot] = Playout(self.lane.frame, limit=call.ahead)
 
     def detach(self, slot: int) -> None:
         self.sends[slot] = None

@@ -15,7 +15,10 @@ from tamesu.config.target import parse_target
 from tamesu.kernel.events import Truncated
 from tamesu.limits import Limits
 
+from ..targets.conftest import Serve, serve
 from .agents import make_spec, register
+
+__all__ = ["serve"]
 
 register()
 
@@ -55,7 +58,9 @@ async def test_raw_answers_past_the_transcript_size_are_kept_as_truncation_marks
 
 
 @pytest.mark.integration
-async def test_a_run_time_limit_ends_an_agent_that_streams_forever(services: RunServices) -> None:
+async def test_a_run_time_limit_ends_an_agent_that_streams_forever(
+    services: RunServices, serve: Serve
+) -> None:
     async def endless(request: web.Request) -> web.StreamResponse:
         await request.read()
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -68,17 +73,36 @@ async def test_a_run_time_limit_ends_an_agent_that_streams_forever(services: Run
 
     app = web.Application()
     app.router.add_post("/stream", endless)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/stream"
+    url = f"{await serve(app)}/stream"
     target = parse_target({"type": "rest", "url": url, "streaming": "sse", "response": {"text": "$.text"}})
     spec = make_spec(say=["hi"]).evolve(target=target)
-    try:
-        started = asyncio.get_running_loop().time()
-        out = await run_graph(spec, services, timeout=1.0)
-        took = asyncio.get_running_loop().time() - started
-    finally:
-        await runner.cleanup()
+    started = asyncio.get_running_loop().time()
+    out = await run_graph(spec, services, timeout=1.0)
+    took = asyncio.get_running_loop().time() - started
     assert out.error_kind == "timeout" and out.error == "the run took longer than 1s"
     assert took < 10
+
+
+@pytest.mark.integration
+async def test_a_turn_past_the_tool_call_limit_ends_the_run_keeping_the_first_calls(
+    services: RunServices, serve: Serve
+) -> None:
+    async def flood(request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response({"reply": "ok", "tools": [{"name": f"t{i}"} for i in range(5000)]})
+
+    app = web.Application()
+    app.router.add_post("/chat", flood)
+    url = f"{await serve(app)}/chat"
+    target = parse_target(
+        {"type": "rest", "url": url, "response": {"text": "$.reply", "tool_calls": "$.tools[*]"}}
+    )
+    spec = make_spec(say=["hi"]).evolve(target=target, limits=Limits(tool_calls=100))
+    out = await run_graph(spec, services)
+    assert out.error_kind == "limit" and not out.retryable
+    assert out.error == "agent turn 1 made more than 100 tool calls (limits.tool_calls in tamesu.yaml)"
+    assert [(e.what, e.limit) for e in out.transcript.events if isinstance(e, Truncated)] == [
+        ("tool_calls", 100)
+    ]
+    kept = [call.name for turn in out.transcript.agent_turns() for call in turn.tool_calls]
+    assert kept == [f"t{i}" for i in range(100)]

@@ -286,6 +286,16 @@ def test_referenced_files_exist_next_to_the_suite(tmp_path: Path) -> None:
     assert errs[0].message == "system_file not found: prompts/missing.md"
 
 
+def test_a_golden_file_outside_the_suite_folder_is_refused(tmp_path: Path) -> None:
+    tests = "  - { name: a, target: api, assert: [ { golden: { file: ../golden/a.json } } ] }\n"
+    (tmp_path / "golden").mkdir()
+    (tmp_path / "golden" / "a.json").write_text("[]")
+    (tmp_path / "suite").mkdir()
+    errs = check(tmp_path / "suite", suite(tests))
+    assert paths(errs) == ["tests[0].assert[0].golden.file"]
+    assert "no '..'" in errs[0].message
+
+
 def test_noise_presets_are_not_files(tmp_path: Path) -> None:
     tests = "  - { name: a, target: api, persona: { behaviors: { background_noise: cafe } } }\n"
     assert check(tmp_path, suite(tests)) == []

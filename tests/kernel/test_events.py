@@ -28,6 +28,7 @@ SAMPLES: list[ev.TranscriptEvent] = [
     ev.VoiceCall(encoding="mulaw", rate=8000, recording="recordings/a.wav", channels=["caller", "agent"]),
     ev.VoiceTurn(turn=1, caller_end=1.4, first_audio_at=2.0, end_at=3.4, interrupted=True, stt="hi", at=3.4),
     ev.AgentCleared(reason="interrupted", at=3.5),
+    ev.AudioDropped(samples=16000, seconds=1.0, at=3.6),
     ev.DtmfUnsupported(digits="5", at=0.5),
     ev.SipTrace(
         direction="received",
