@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         effective_secrets,
         effective_vars,
     )
+    from tamesu.config.replay import Replay, ReplayTurn
     from tamesu.config.schema import (
         build_schema,
         dump_schema,
@@ -223,6 +224,8 @@ _LAZY: dict[str, str] = {
     "RemoteExtended": "tamesu.config.suite",
     "RemoteReply": "tamesu.config.suite",
     "RemoteSkill": "tamesu.config.suite",
+    "Replay": "tamesu.config.replay",
+    "ReplayTurn": "tamesu.config.replay",
     "Scenario": "tamesu.config.suite",
     "ScriptFile": "tamesu.config.suite",
     "ScriptStep": "tamesu.config.suite",
@@ -339,6 +342,8 @@ __all__ = [
     "RemoteExtended",
     "RemoteReply",
     "RemoteSkill",
+    "Replay",
+    "ReplayTurn",
     "RestTarget",
     "Scenario",
     "ScriptFile",
