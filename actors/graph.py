@@ -245,6 +245,9 @@ class RunGraph:
         simulator = self._simulator or self._make_simulator(counterpart)
         scenario = getattr(spec.test, "scenario", None)
         max_turns = getattr(scenario, "max_turns", None) or DEFAULT_MAX_TURNS
+        replay = getattr(scenario, "replay", None)
+        if replay is not None:
+            max_turns = len(replay.turns) + 1  # replayed whole; the user then ends it as done
         target_actor = TargetActor(
             self.adapter, clock=self.clock, run_id=spec.run_id, session=session, **self._opts
         )

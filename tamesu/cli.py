@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from tamesu import __version__
 from tamesu.commands import (
+    COMMAND_MODULES,
     COMMANDS,
     EXIT_BUDGET,
     EXIT_CONFIG,
@@ -140,7 +141,7 @@ def build_parser(command: str | None, environ: Mapping[str, str] | None = None) 
 
 
 def _command_module(name: str):  # type: ignore[no-untyped-def]
-    module = f"tamesu.commands.{name}"
+    module = f"tamesu.commands.{COMMAND_MODULES.get(name, name)}"
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:

@@ -2,8 +2,8 @@
 
 Every way of playing the user (a script, a model pursuing a goal, a counterpart agent) sits behind
 ``UserSimulator``, the one protocol the run graph's simulator actor talks to; ``make_simulator``
-picks the one a run needs: ``tamesu.scripted_user.ScriptedUser``, ``tamesu.model_user.ModelUser``
-or ``tamesu.counterpart.CounterpartUser``.
+picks the one a run needs: ``tamesu.scripted_user.ScriptedUser``, ``tamesu.model_user.ModelUser``,
+``tamesu.counterpart.CounterpartUser`` or ``tamesu.replay_user.ReplayUser`` (a recorded call).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["UserSimulator", "make_simulator"]
 @runtime_checkable
 class UserSimulator(Protocol):
     """Plays the user. ``None`` from ``next_turn`` means the user has nothing to send; ``end_reason``
-    says why (done, max_turns, agent, wait_for_unmet), and ``waiting`` is True when it would speak
+    says why (done, max_turns, agent, wait_for_unmet, diverged), and ``waiting`` is True when it would speak
     again after more agent output (a voice agent still reading out a menu)."""
 
     end_reason: str | None
@@ -67,6 +67,10 @@ def make_simulator(
         from tamesu.counterpart import CounterpartUser
 
         return CounterpartUser(counterpart, spec.test.counterpart, scenario, scope)
+    if scenario is not None and scenario.replay is not None:
+        from tamesu.replay_user import ReplayUser
+
+        return ReplayUser(scenario.replay, suite_dir=spec.suite_dir)
     if scenario is None or not scenario.goal:
         max_turns = scenario.max_turns if scenario is not None else DEFAULT_MAX_TURNS
         persona = spec.test.persona

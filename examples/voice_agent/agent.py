@@ -283,7 +283,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8766)
+    parser.add_argument(
+        "--return-days",
+        type=int,
+        default=None,
+        help="another returns window than 30 days: a changed agent, for replayed calls to catch",
+    )
     args = parser.parse_args()
+    if args.return_days is not None:
+        sys.modules["tamesu_demo_brain"].RETURN_DAYS = args.return_days
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args.host, args.port))
 

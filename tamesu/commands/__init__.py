@@ -19,6 +19,7 @@ from tamesu.untrusted import paint, printable
 
 __all__ = [
     "COMMANDS",
+    "COMMAND_MODULES",
     "EXIT_BUDGET",
     "EXIT_CONFIG",
     "EXIT_FAILED",
@@ -53,8 +54,11 @@ COMMANDS: dict[str, str] = {
     "diff": "compare two invocations: regressions, fixes, latency, cost, flaky tests",
     "playbooks": "list the red-team playbooks with their attacks, tactics and detectors",
     "generate": "draft tests from the agent's description with the scenario_generator model",
+    "import": "make recorded calls replay tests: tamesu import calls PATH... --into SUITE --target NAME",
 }
-"""Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
+"""Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use), or in
+the module ``COMMAND_MODULES`` names where the command is a Python keyword."""
+COMMAND_MODULES: dict[str, str] = {"import": "import_calls"}
 
 
 def use_color(choice: str | None, stream: TextIO | None = None) -> bool:

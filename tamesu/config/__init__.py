@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         effective_secrets,
         effective_vars,
     )
+    from tamesu.config.replay import Replay, ReplayTurn
     from tamesu.config.schema import (
         build_schema,
         dump_schema,
@@ -225,6 +226,8 @@ _LAZY: dict[str, str] = {
     "RemoteExtended": "tamesu.config.suite",
     "RemoteReply": "tamesu.config.suite",
     "RemoteSkill": "tamesu.config.suite",
+    "Replay": "tamesu.config.replay",
+    "ReplayTurn": "tamesu.config.replay",
     "Scenario": "tamesu.config.suite",
     "ScriptFile": "tamesu.config.suite",
     "ScriptStep": "tamesu.config.suite",
@@ -342,6 +345,8 @@ __all__ = [
     "RemoteExtended",
     "RemoteReply",
     "RemoteSkill",
+    "Replay",
+    "ReplayTurn",
     "RestTarget",
     "Scenario",
     "ScriptFile",

@@ -27,6 +27,7 @@ from tamesu.config.common import (
     set_schema,
 )
 from tamesu.config.project import Budgets, Defaults, Models
+from tamesu.config.replay import Replay
 from tamesu.config.target import Target
 
 __all__ = [
@@ -312,6 +313,7 @@ class Scenario(ConfigModel):
             "anyOf": [
                 set_schema("goal"),
                 {"required": ["script"], "properties": {"script": {"type": "array", "minItems": 1}}},
+                set_schema("replay"),
             ]
         }
     )
@@ -332,11 +334,26 @@ class Scenario(ConfigModel):
         [{"say": "Hi, I have a question about order ORD-1001"}, {"wait_for": "press 2"}, {"dtmf": "2"}],
         default=None,
     )
+    replay: Replay | None = F(
+        "A recorded call plays the caller: its own audio turn by turn (its words on a text target); written by tamesu import calls.",
+        {
+            "recording": "calls/123.wav",
+            "caller": "left",
+            "turns": [{"say": "Hi, where is my order?", "start": 1.2, "end": 2.9}],
+        },
+        default=None,
+    )
 
     @model_validator(mode="after")
     def _goal_or_script(self) -> "Scenario":
+        if self.replay is not None:
+            if self.goal is not None or self.script:
+                raise PydanticCustomError(
+                    "scenario_replay", "a replayed call is the whole scenario: no goal or script beside it"
+                )
+            return self
         if self.goal is None and not self.script:
-            raise PydanticCustomError("scenario_empty", "a scenario needs a goal or a script")
+            raise PydanticCustomError("scenario_empty", "a scenario needs a goal, a script or a replay")
         return self
 
 

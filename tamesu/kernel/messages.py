@@ -24,6 +24,7 @@ __all__ = [
     "AgentTones",
     "AgentTurn",
     "AudioBatch",
+    "AudioClip",
     "AudioFrame",
     "AudioSpan",
     "CallerSpoke",
@@ -84,17 +85,30 @@ class FileRef(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     mime: str | None = None
 
 
+class AudioClip(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Recorded speech a replayed caller says instead of synthesising the text: a WAV file, one
+    channel of it (0 left, 1 right; None: a mono file), from ``start`` to ``end`` seconds (None:
+    all of it)."""
+
+    path: str
+    channel: int | None = None
+    start: float | None = None
+    end: float | None = None
+
+
 class UserTurn(_Msg, tag="user_turn", frozen=True):
     text: str = ""
     data: dict[str, Any] | None = None
     files: list[FileRef] = msgspec.field(default_factory=list)
-    source: Literal["script", "simulator", "counterpart"] = "script"
+    source: Literal["script", "simulator", "counterpart", "replay"] = "script"
     reasoning: str | None = None
     tactic: str | None = None
     """An attacker's turn: the tactic it uses (the recorder makes it a ``tactic`` event)."""
     speech_level_db: float = 0.0
     """On a call: the caller says this turn that many dB from its normal speech level (-20: a
     whisper); the background noise stays where normal speech puts it."""
+    audio: AudioClip | None = None
+    """On a call: the recorded speech to send as this turn (a replayed call); ``text`` is its transcript."""
 
 
 class ToolCall(_Msg, tag="tool_call", frozen=True):

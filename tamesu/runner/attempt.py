@@ -288,6 +288,11 @@ class Attempts:
             retryable = False
         elif error is None and any(r.error for r in answer.results):
             retryable, kind = True, "assertion"
+        replay = getattr(getattr(spec.test, "scenario", None), "replay", None)
+        if replay is not None and error is None and answer.transcript is not None:
+            from tamesu.replay_user import replay_result
+
+            answer.results.append(replay_result(replay, answer.transcript))
         result = result_of(
             spec,
             results=answer.results,

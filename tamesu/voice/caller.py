@@ -2,7 +2,8 @@
 
 ``Caller.prepare`` turns one user turn into audio: the pause before it (``silence_after_turn_ms``,
 skipped when barging in), keypad digits (protocol messages when the wire has them, in-band tones
-otherwise) and the words in the persona's voice, synthesised by the run's speech pool.
+otherwise) and the words in the persona's voice, synthesised by the run's speech pool (or, for a
+replayed call, the recorded caller's own audio).
 
 ``CallerStage`` is the first stage of a lane (see ``lane``): each call's queue of utterances,
 sent 20 ms at a time, silence between them. Each tick it fills one frame per call and sends the
@@ -23,12 +24,14 @@ from tamesu.errors import TamesuError, TargetError
 from tamesu.kernel.events import DtmfUnsupported
 from tamesu.kernel.messages import AudioBatch, CallerSpoke, Dtmf, Event, Message, Tick, UserTurn
 
+from .clips import clip_utterance
 from .speech import Utterance, at_level, render_dtmf, render_speech
 from .stage import Stage
 
 if TYPE_CHECKING:
     from tamesu.audio.behaviour import BehaviourRNG
     from tamesu.clock import Clock
+    from tamesu.kernel.messages import AudioClip
     from tamesu.speech_pool import SpeechPool
 
     from .lane import Lane
@@ -74,7 +77,9 @@ class Caller:
         # The voice is rendered while the pause is waited out: the caller thinks and speaks, it does not
         # pause and then stop to compose (a slow TTS would otherwise lengthen every pause).
         voiced = (
-            asyncio.ensure_future(self._voice(user.text, user.speech_level_db)) if user.text.strip() else None
+            asyncio.ensure_future(self._voice(user.text, user.speech_level_db, user.audio))
+            if user.text.strip() or user.audio is not None
+            else None
         )
         try:
             if not barging and s.silence_after_turn_ms:
@@ -105,8 +110,11 @@ class Caller:
                 out.speech.append(render_dtmf(digits, s.rate))
         return out
 
-    async def _voice(self, text: str, level_db: float = 0.0) -> Utterance:
+    async def _voice(self, text: str, level_db: float = 0.0, clip: AudioClip | None = None) -> Utterance:
         s = self.settings
+        if clip is not None:
+            spoken = await asyncio.to_thread(clip_utterance, clip, s.rate, text=text)
+            return at_level(spoken, level_db) if level_db else spoken
         try:
             spoken = await render_speech(
                 text, s.rate, pool=self.speech, voice=s.voice, language=s.language, engine=s.tts_engine
