@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from tamesu.reports.load_report import gate_text
+
 __all__ = ["line_chart", "load_section"]
 
 _COLOURS = ("#2f6fde", "#e07b00", "#cf222e", "#1a7f37", "#8250df")
@@ -122,12 +124,11 @@ def load_section(report: dict[str, Any]) -> str:
         rows = "".join(
             f'<tr><td class="verdict {"v-passed" if g.get("passed") else "v-failed"}">'
             f"{'PASS' if g.get('passed') else 'FAIL'}</td><td>{escape(str(g.get('name', '')))}</td>"
-            f"<td>{escape(str(g.get('actual')))}</td><td>{escape(str(g.get('limit')))}</td>"
-            f"<td>{escape(str(g.get('detail', '')))}</td></tr>"
+            f"<td>{escape(gate_text(g))}</td><td>{escape(str(g.get('detail', '')))}</td></tr>"
             for g in gates
         )
         parts.append(
-            "<table><thead><tr><th>gate</th><th>name</th><th>actual</th><th>limit</th><th>detail</th>"
+            "<table><thead><tr><th>gate</th><th>name</th><th>measured (limit)</th><th>detail</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
         )
     for key, title in _SERIES.items():

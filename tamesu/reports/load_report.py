@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tamesu.load.gates import GateResult
     from tamesu.secrets import Redactor
 
-__all__ = ["build_load_report", "render_load_report", "write_load_report"]
+__all__ = ["build_load_report", "gate_text", "render_load_report", "write_load_report"]
 
 _LABEL = {
     "turn_latency_ms": "turn latency",
@@ -44,8 +44,11 @@ def _series_stats(values: Sequence[float]) -> dict[str, float | int | None]:
     }
 
 
-def _tests(results: Iterable[RunResult]) -> list[dict[str, Any]]:
-    """Per expanded test: calls, outcomes, and each assertion's pass count (the per-call grading)."""
+def _tests(
+    results: Iterable[RunResult], verdicts: Mapping[tuple[str, str], tuple[str, float]]
+) -> list[dict[str, Any]]:
+    """Per expanded test: calls, outcomes, each assertion's pass count (the per-call grading), and
+    the test's verdict against its own pass_threshold when the caller judged it."""
     by_test: dict[tuple[str, str], dict[str, Any]] = {}
     checks: dict[tuple[str, str], dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     for r in results:
@@ -59,9 +62,12 @@ def _tests(results: Iterable[RunResult]) -> list[dict[str, Any]]:
     out = []
     for key, row in by_test.items():
         calls = sum(row["outcomes"].values())
+        verdict, threshold = verdicts.get(key, (None, None))
         out.append(
             {
                 **row,
+                "verdict": verdict,
+                "pass_threshold": threshold,
                 "outcomes": dict(row["outcomes"]),
                 "calls": calls,
                 "pass_rate": row["outcomes"]["passed"] / calls if calls else None,
@@ -84,8 +90,10 @@ def build_load_report(
     run_dir: str | None = None,
     interrupted: bool = False,
     budget_exceeded: str | None = None,
+    verdicts: Mapping[tuple[str, str], tuple[str, float]] | None = None,
 ) -> dict[str, Any]:
-    """The whole report as plain data (what load-report.json holds)."""
+    """The whole report as plain data (what load-report.json holds); ``verdicts`` is each test's
+    (verdict, pass_threshold)."""
     finals = [s for s in samples if s.final]
     outcomes = Counter(s.outcome for s in finals)
     faults = Counter(s.fault for s in samples if s.fault is not None)
@@ -115,9 +123,9 @@ def build_load_report(
         "faults": dict(faults),
         "agent_faults": dict(agent_faults),
         "latency": {name: _series_stats([v for s in finals for _, v in s.series(name)]) for name in SERIES},
-        "windows": window_rows(samples, window),
+        "windows": window_rows(samples, window, end=elapsed),
         "window_s": window,
-        "tests": _tests(results),
+        "tests": _tests(results, verdicts or {}),
         "gates": [g.__dict__ for g in gates],
         "gates_passed": all(g.passed for g in gates),
     }
@@ -143,16 +151,26 @@ def _rate(v: Any) -> str:
     return "-" if v is None else f"{v * 100:.1f}%"
 
 
-def _limit(g: dict[str, Any]) -> str:
-    name = g["name"]
-    if name in ("pass_rate", "error_rate"):
-        return (
-            f"{_rate(g['actual'])} ({'at least' if name == 'pass_rate' else 'at most'} {_rate(g['limit'])})"
-        )
+def gate_text(g: dict[str, Any]) -> str:
+    """A gate's measure against its limit, as a person reads it: ``71.6% (at least 50.0%)``."""
+    name, actual, limit = str(g.get("name", "")), _number(g.get("actual")), _number(g.get("limit"))
+    if name.split("/")[0] in ("pass_rate", "error_rate"):
+        least = name.startswith("pass_rate")
+        return f"{_rate(actual)} ({'at least' if least else 'at most'} {_rate(limit)})"
     if name == "drift":
-        actual = "-" if g["actual"] is None else f"{g['actual']:.2f}x"
-        return f"{actual} (at most {g['limit']:.2f}x)"
-    return f"{_ms(g['actual'])} ms (at most {g['limit']:g})"
+        shown = "-" if actual is None else f"{actual:.2f}x"
+        return f"{shown} (at most {'-' if limit is None else f'{limit:.2f}x'})"
+    if name.startswith("cost"):
+        return f"{_usd(actual)} (at most {_usd(limit)})"
+    return f"{_ms(actual)} ms (at most {'-' if limit is None else f'{limit:g}'})"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
 
 
 def render_load_report(
@@ -198,7 +216,7 @@ def render_load_report(
             )
     rows = [
         [
-            f"{w['start']:.0f}-{w['end']:.0f}s",
+            f"{w['start']:.3g}-{w['end']:.3g}s",
             str(w["calls"]),
             f"{w['calls_per_s']:.1f}",
             _rate(w["pass_rate"]),
@@ -246,7 +264,7 @@ def render_load_report(
     say("Gates:")
     for g in report["gates"]:
         mark = paint("PASS", "green", color) if g["passed"] else paint("FAIL", "red", color)
-        say(f"  {mark} {printable(str(g['name']))}: {_limit(g)}  {printable(str(g['detail']))}")
+        say(f"  {mark} {printable(str(g['name']))}: {gate_text(g)}  {printable(str(g['detail']))}")
     if report.get("interrupted"):
         say(paint("interrupted: resume with tamesu load --resume", "yellow", color))
     if report.get("budget_exceeded"):
