@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tamesu.config.load_profile import LoadProfile
     from tamesu.config.loader import LoadedSuite
     from tamesu.kernel.outcome import RunResult
-    from tamesu.load.driver import LoadOutcome
+    from tamesu.load.driver import LoadDriver, LoadOutcome
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.spec import RunSpec
     from tamesu.runner.verdict import TestVerdict
@@ -70,6 +70,8 @@ class LoadRequest:
     """Where the live view and the report go (stdout by default)."""
     placement_options: dict[str, Any] = field(default_factory=dict)
     """Extra keyword arguments of RayPlacement (tests pass num_cpus, worker_setup)."""
+    driver_cpu: Callable[[], Callable[[], float]] | None = None
+    """A capacity search's probe of tamesu's own CPU share per step (tests stand in a saturated one)."""
 
 
 @dataclass
@@ -227,11 +229,12 @@ def _placement(
     from tamesu.actors.placement.ray import RayPlacement
 
     spike = profile.spike_window()
-    peak = (
-        profile.max_in_flight
-        if profile.mode == "rate"
-        else math.ceil(profile.level * (spike[2] if spike else 1))
-    )
+    if profile.capacity is not None:
+        peak = profile.capacity.max_concurrency
+    elif profile.mode == "rate":
+        peak = profile.max_in_flight
+    else:
+        peak = math.ceil(profile.level * (spike[2] if spike else 1))
     workers = profile.workers
     if workers is None and request.address is None:
         workers = max(1, min(os.cpu_count() or 1, peak))
@@ -299,18 +302,35 @@ async def run_load(request: LoadRequest) -> LoadResult:
     routers = router_factory(project, project_dir, setups, RunOptions())
     services = RunServices.create(redactor=redactor, output_dir=store.dir, router_factory=routers)
     placement = _placement(request, profile, services, store, specs, routers)
-    driver = LoadDriver(
-        placement,
-        specs,
-        profile,
-        store=store,
-        setups=setups,
-        seed=request.seed,
-        redactor=redactor,
-        http=services.http,
-        transcripts=request.transcripts,
-    )
-    if resumed:
+    from tamesu.clock import MonotonicClock
+    from tamesu.runner.setup import Budget
+
+    clock, budget = MonotonicClock(), Budget()
+
+    def build(p: LoadProfile) -> LoadDriver:
+        return LoadDriver(
+            placement,
+            specs,
+            p,
+            store=store,
+            setups=setups,
+            clock=clock,
+            seed=request.seed,
+            redactor=redactor,
+            http=services.http,
+            transcripts=request.transcripts,
+            budget=budget,
+        )
+
+    driver = build(profile)
+    search = None
+    if profile.capacity is not None:
+        from tamesu.load.capacity_run import CapacityRun
+
+        if resumed:
+            raise UsageError("--resume does not continue a capacity search: start a new one")
+        search = CapacityRun(build, profile, gates, clock, driver_cpu=request.driver_cpu)
+    elif resumed:
         saved = store.dir / CHECKPOINT_FILE
         point = LoadCheckpoint()
         if saved.is_file():
@@ -321,7 +341,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
             )
         driver.resume(point, read_samples(store.dir))
     view = LiveView(
-        lambda: driver.stats.snapshot(driver.now()),
+        search.snapshot if search is not None else lambda: driver.stats.snapshot(driver.now()),
         title=f"tamesu load {', '.join(s.suite.suite for s in loaded)}",
         color=request.color,
         live=request.live,
@@ -334,11 +354,15 @@ async def run_load(request: LoadRequest) -> LoadResult:
             stream.write(f"note: {note}\n")
         stream.flush()
     view.start()
+    found = None
     try:
         from tamesu.runner.api import interrupt_on_signals
 
-        with interrupt_on_signals(driver, sigterm=True):
-            outcome = await driver.run()
+        with interrupt_on_signals(search or driver, sigterm=True):
+            if search is not None:
+                found, outcome = await search.run()
+            else:
+                outcome = await driver.run()
     except ClusterLost as exc:
         total = profile.total_calls
         lost = exc.kept_in(
@@ -350,8 +374,15 @@ async def run_load(request: LoadRequest) -> LoadResult:
         with contextlib.suppress(Exception):
             await placement.aclose()
         await services.aclose()
-    checks = evaluate_gates(gates, outcome.samples)
-    code = _exit_code(outcome, all(g.passed for g in checks))
+    if found is not None:
+        from tamesu.load.capacity_run import capacity_exit_code
+
+        held = [lv for lv in found.levels if lv.concurrency == found.concurrency]
+        checks = held[0].gates if held else (found.levels[0].gates if found.levels else [])
+        code = capacity_exit_code(found, outcome)
+    else:
+        checks = evaluate_gates(gates, outcome.samples)
+        code = _exit_code(outcome, all(g.passed for g in checks))
     finals = [r for r in final_results(store.results()) if r.final]
     tests = load_verdicts(planned, finals, project)
     report = build_load_report(
@@ -367,6 +398,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
         interrupted=outcome.interrupted,
         budget_exceeded=outcome.budget_exceeded,
         verdicts={(t.suite, t.test_id): (t.verdict, t.pass_threshold) for t in tests},
+        capacity=found.to_dict() if found is not None else None,
     )
     write_load_report(report, store.dir / REPORT_FILE, redactor=redactor)
     _write_summary(store, tests, finals, outcome, code, loaded, started_at, redactor)
@@ -450,6 +482,13 @@ def _leave_out_unrunnable(
 
 
 def _describe(profile: LoadProfile) -> str:
+    search = profile.capacity
+    if search is not None:
+        return (
+            f"capacity search from {search.start} to at most {search.max_concurrency} calls in flight, "
+            f"steps of at least {search.step_calls} calls and {search.step_seconds}, "
+            f"cool-down {search.cool_down}, within {search.max_duration}"
+        )
     pace = f"{profile.rate:g} calls/s" if profile.mode == "rate" else f"{profile.level:g} calls in flight"
     size = []
     if profile.total_calls is not None:

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from tamesu.load.gates import GateResult
     from tamesu.secrets import Redactor
 
-__all__ = ["build_load_report", "gate_text", "render_load_report", "write_load_report"]
+__all__ = [
+    "build_load_report",
+    "capacity_line",
+    "capacity_table",
+    "gate_text",
+    "render_load_report",
+    "write_load_report",
+]
 
 _LABEL = {
     "turn_latency_ms": "turn latency",
@@ -91,6 +98,7 @@ def build_load_report(
     interrupted: bool = False,
     budget_exceeded: str | None = None,
     verdicts: Mapping[tuple[str, str], tuple[str, float]] | None = None,
+    capacity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole report as plain data (what load-report.json holds); ``verdicts`` is each test's
     (verdict, pass_threshold)."""
@@ -128,6 +136,7 @@ def build_load_report(
         "tests": _tests(results, verdicts or {}),
         "gates": [g.__dict__ for g in gates],
         "gates_passed": all(g.passed for g in gates),
+        **({"capacity": capacity} if capacity is not None else {}),
     }
 
 
@@ -265,9 +274,86 @@ def render_load_report(
     for g in report["gates"]:
         mark = paint("PASS", "green", color) if g["passed"] else paint("FAIL", "red", color)
         say(f"  {mark} {printable(str(g['name']))}: {gate_text(g)}  {printable(str(g['detail']))}")
+    if report.get("capacity") is not None:
+        say()
+        say(capacity_table(report["capacity"], color=color))
+        say(paint(capacity_line(report["capacity"]), "bold", color))
     if report.get("interrupted"):
         say(paint("interrupted: resume with tamesu load --resume", "yellow", color))
     if report.get("budget_exceeded"):
         say(paint(f"budget exceeded: {report['budget_exceeded']}", "yellow", color))
     if report.get("run_dir"):
         say(f"Results: {report['run_dir']}")
+
+
+def _gate_name(name: str) -> str:
+    return printable(name.removeprefix("slo/"))
+
+
+def capacity_line(capacity: dict[str, Any]) -> str:
+    """The search's answer in one line: ``capacity: 38 calls in flight; turn_latency_ms_p95 broke at 44``."""
+    found, broke, stopped = capacity.get("concurrency"), capacity.get("broke"), capacity.get("stopped")
+    if stopped == "driver_bound":
+        least = capacity.get("at_least")
+        return (
+            f"capacity: not measured: tamesu's own CPU was the limit at {capacity.get('driver_bound_at')} calls "
+            f"in flight (the agent held {least if least is not None else 'no level'}); "
+            "run the steps on more workers (--ray, --workers)"
+        )
+    why = f"{_gate_name(broke['gate'])} broke at {broke['concurrency']}" if broke else ""
+    if found is None:
+        return f"capacity: none: {why or 'no step held'}"
+    if not why:
+        why = {
+            "max_concurrency": "every gate held up to --max-concurrency",
+            "max_duration": "the search ran out of time before a gate broke",
+        }.get(str(stopped), "no gate broke")
+    cut = (
+        "; the search ran out of time, the bracket is still open"
+        if broke and stopped == "max_duration"
+        else ""
+    )
+    return f"capacity: {found} calls in flight; {why}{cut}"
+
+
+def capacity_table(capacity: dict[str, Any], *, color: bool = False) -> str:
+    """Per step: calls in flight, calls, pass rate and its interval, errors, latency, faults, gates."""
+    from tamesu.untrusted import table
+
+    rows = []
+    for lv in capacity.get("levels") or []:
+        interval = lv.get("pass_interval")
+        low_high = f" ({interval[0] * 100:.0f}-{interval[1] * 100:.0f}%)" if interval else ""
+        faults = ", ".join(f"{k} {v}" for k, v in sorted((lv.get("agent_faults") or {}).items())) or "-"
+        verdict = (
+            "held"
+            if lv.get("gates_passed")
+            else "broke: " + ", ".join(map(_gate_name, lv.get("broke") or []))
+        )
+        if lv.get("driver_bound"):
+            verdict = f"driver CPU {float(lv.get('driver_cpu') or 0):.0%}"
+        rows.append(
+            [
+                str(lv.get("concurrency")),
+                str(lv.get("calls")),
+                _rate(lv.get("pass_rate")) + low_high,
+                _rate(lv.get("error_rate")),
+                _ms(lv.get("turn_latency_ms_p50")),
+                _ms(lv.get("turn_latency_ms_p95")),
+                _ms(lv.get("turn_latency_ms_p99")),
+                printable(faults),
+                verdict,
+            ]
+        )
+    header = [
+        "in flight",
+        "calls",
+        "pass (95% CI)",
+        "errors",
+        "lat p50",
+        "lat p95",
+        "lat p99",
+        "agent faults",
+        "gates",
+    ]
+    return "Capacity search:\n" + table(rows, header=header, color=color)
