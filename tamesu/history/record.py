@@ -190,6 +190,8 @@ def invocation_of_load(
     summary["gates"] = [
         {k: g.get(k) for k in ("name", "passed", "actual", "limit")} for g in report.get("gates") or []
     ]
+    if isinstance(report.get("capacity"), dict):
+        summary["capacity"] = {k: report["capacity"].get(k) for k in ("concurrency", "broke", "stopped")}
     return Invocation(
         suites=list(dict.fromkeys(suites)),
         started_at=started_at,

@@ -12,7 +12,9 @@ from tamesu.config.load_profile import CapacitySearch
 from tamesu.load.capacity import CapacitySearcher
 from tamesu.load.gates import Gates
 from tamesu.load.session import LoadRequest, LoadResult, run_load
+from tamesu.reports.html import render_html
 from tamesu.reports.load_report import capacity_line
+from tamesu.reports.rundir import RunDirectory
 from tamesu.testing.loaded_agent import serve_loaded_agent
 
 from .agents import serve_fault_agent
@@ -67,6 +69,11 @@ async def test_the_capacity_found_is_within_a_fifth_of_the_agents_own_figure(tmp
         f"capacity: {found['concurrency']} calls in flight; turn_latency_ms_p95 broke at " in out.getvalue()
     )
     assert "Capacity search:" in out.getvalue()
+    page = render_html(RunDirectory.open(result.run_dir))
+    assert "Turn latency (ms) by calls in flight" in page and "Pass rate (%) by calls in flight" in page
+    assert f"capacity {found['concurrency']}</text>" in page, "the knee is marked on the charts"
+    assert f"broke {found['broke']['concurrency']}</text>" in page
+    assert "did not finish" not in page
 
 
 async def test_every_gate_holding_up_to_max_concurrency_answers_max_concurrency(tmp_path: Path) -> None:
