@@ -75,6 +75,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--window", type=_duration, metavar="DURATION", help="report percentiles per window (10s)"
     )
     size.add_argument("--workers", type=positive_int, metavar="N", help="Ray workers (default: one per CPU)")
+    search = parser.add_argument_group(
+        "capacity search (exit 0 when a capacity was found, 1 when even the first step broke)"
+    )
+    search.add_argument(
+        "--find-capacity",
+        action="store_true",
+        help="raise the calls in flight in steps until a gate breaks, then bisect: the capacity",
+    )
+    search.add_argument(
+        "--start-concurrency", type=positive_int, metavar="N", help="calls in flight of the first step (1)"
+    )
+    search.add_argument(
+        "--max-concurrency", type=positive_int, metavar="N", help="never more calls in flight than N (256)"
+    )
+    search.add_argument(
+        "--max-duration", type=_duration, metavar="DURATION", help="the search stops within this long (10m)"
+    )
+    search.add_argument(
+        "--step-calls",
+        type=positive_int,
+        metavar="N",
+        help="least calls one step makes before it is judged (20)",
+    )
+    search.add_argument(
+        "--step-seconds", type=_duration, metavar="DURATION", help="least time one step holds its level (10s)"
+    )
+    search.add_argument(
+        "--cool-down", type=_duration, metavar="DURATION", help="the agent is left idle between steps (5s)"
+    )
     gates = parser.add_argument_group("gates (exit 1 when one is crossed)")
     gates.add_argument("--min-pass-rate", type=fraction, metavar="F", help="least share of calls that pass")
     gates.add_argument("--max-error-rate", type=fraction, metavar="F", help="most share of calls that error")
@@ -123,7 +152,25 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         )
         if v is not None
     }
+    given = [
+        (key, flag, value)
+        for key, flag, value in (
+            ("start", "--start-concurrency", args.start_concurrency),
+            ("max_concurrency", "--max-concurrency", args.max_concurrency),
+            ("max_duration", "--max-duration", args.max_duration),
+            ("step_calls", "--step-calls", args.step_calls),
+            ("step_seconds", "--step-seconds", args.step_seconds),
+            ("cool_down", "--cool-down", args.cool_down),
+        )
+        if value is not None
+    ]
+    if given and not args.find_capacity:
+        from tamesu.errors import UsageError
+
+        raise UsageError(f"{given[0][1]} needs --find-capacity")
+    capacity = {key: value for key, _, value in given}
     return {
+        "capacity": capacity if args.find_capacity else None,
         "calls": args.calls,
         "duration": args.duration,
         "rate": args.rate,

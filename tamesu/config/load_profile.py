@@ -13,7 +13,15 @@ from pydantic_core import PydanticCustomError
 from tamesu.config.common import ConfigModel, Duration, F, Fraction, PositiveInt
 from tamesu.durations import parse_duration
 
-__all__ = ["DEFAULT_CALLS", "DEFAULT_CONCURRENCY", "LoadGates", "LoadProfile", "SpikeShape", "merge_profile"]
+__all__ = [
+    "DEFAULT_CALLS",
+    "DEFAULT_CONCURRENCY",
+    "CapacitySearch",
+    "LoadGates",
+    "LoadProfile",
+    "SpikeShape",
+    "merge_profile",
+]
 
 DEFAULT_CALLS = 100
 """Calls a profile with neither calls nor duration makes, so a load test is always bounded."""
@@ -66,6 +74,46 @@ class LoadGates(ConfigModel):
     )
 
 
+class CapacitySearch(ConfigModel):
+    """``tamesu load --find-capacity``: the calls in flight are raised in steps until a gate breaks,
+    then bisected between the last step that held and the first that broke.
+
+    A step holds its level until at least ``step_calls`` calls finished and ``step_seconds`` passed
+    (both: a few fast calls are not a settled figure, nor is one long second); every call started
+    in the step counts in it.
+    """
+
+    start: PositiveInt = F("Calls in flight of the first step.", 4, default=1)
+    factor: float = F(
+        "Each step until one breaks holds this many times the calls of the step before.", 2, default=2.0, gt=1
+    )
+    max_concurrency: PositiveInt = F(
+        "The search never holds more calls in flight than this.", 200, default=256
+    )
+    max_duration: Duration = F(
+        "The whole search stops within this long, answering with what it found so far.", "10m", default="10m"
+    )
+    step_calls: PositiveInt = F("Least calls one step makes before it is judged.", 50, default=20)
+    step_seconds: Duration = F("Least time one step holds its level.", "30s", default="10s")
+    cool_down: Duration = F(
+        "The agent is left idle this long between steps, so one step's backlog does not slow the next.",
+        "5s",
+        default="5s",
+    )
+    precision: Fraction = F(
+        "The bisection stops when the last step that held and the first that broke are this share of "
+        "the capacity apart (or one call).",
+        0.05,
+        default=0.05,
+    )
+    abort_error_rate: Fraction | None = F(
+        "A step stops at once when this share of its calls (after five) errored: default the larger of "
+        "0.5 and three times the error_rate gate.",
+        0.5,
+        default=None,
+    )
+
+
 class LoadProfile(ConfigModel):
     """How ``tamesu load`` drives the suites: arrivals or concurrency, size, shape, gates."""
 
@@ -112,6 +160,11 @@ class LoadProfile(ConfigModel):
     )
     workers: PositiveInt | None = F(
         "Ray workers (processes) that run the calls; default one per CPU of the cluster.", 8, default=None
+    )
+    capacity: CapacitySearch | None = F(
+        "Find the capacity instead of holding one load: the highest calls in flight at which every gate holds.",
+        {"max_concurrency": 100, "step_seconds": "20s"},
+        default=None,
     )
     gates: LoadGates | None = F(
         "What must hold under load.",
@@ -188,8 +241,9 @@ def merge_profile(base: LoadProfile | None, **overrides: Any) -> LoadProfile:
         data.pop("concurrency", None)
     if "concurrency" in given:
         data.pop("rate", None)
-    if "spike" in given and isinstance(data.get("spike"), dict):
-        given["spike"] = {**data["spike"], **given["spike"]}
+    for nested in ("spike", "capacity"):
+        if nested in given and isinstance(data.get(nested), dict):
+            given[nested] = {**data[nested], **given[nested]}
     data.update(given)
     gates = {k: v for k, v in gates.items() if v is not None and v != {}}
     if gates:

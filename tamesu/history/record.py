@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,10 +155,12 @@ def invocation_of_load(
     suites: Sequence[str],
     started_at: float,
     argv: Sequence[str] = (),
+    verdicts: Mapping[tuple[str, str], str] | None = None,
 ) -> Invocation:
     """A load test's history rows: each call a run of its test (so ``tamesu diff`` compares the
     latency and cost distributions of two load tests), the report's figures as the summary. A
-    test passed when every call of it passed."""
+    test's verdict is the one the load test gave it (its pass rate against its pass_threshold);
+    without ``verdicts``, it passed when every call of it passed."""
     by_test: dict[tuple[str, str], list[RunResult]] = {}
     for call in calls:
         by_test.setdefault((call.suite, call.test_id), []).append(call)
@@ -166,6 +168,7 @@ def invocation_of_load(
     for (suite, test_id), runs in by_test.items():
         seen = {r.outcome for r in runs}
         verdict = next((v for v in ("failed", "error", "quarantined") if v in seen), "passed")
+        verdict = (verdicts or {}).get((suite, test_id), verdict)
         tests.append(
             TestRow(
                 suite=suite,
@@ -187,6 +190,8 @@ def invocation_of_load(
     summary["gates"] = [
         {k: g.get(k) for k in ("name", "passed", "actual", "limit")} for g in report.get("gates") or []
     ]
+    if isinstance(report.get("capacity"), dict):
+        summary["capacity"] = {k: report["capacity"].get(k) for k in ("concurrency", "broke", "stopped")}
     return Invocation(
         suites=list(dict.fromkeys(suites)),
         started_at=started_at,

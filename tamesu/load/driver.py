@@ -132,6 +132,12 @@ class LoadDriver:
     """all, failed (only calls that did not pass) or none."""
     health_interval: float = 2.0
     on_result: Callable[[RunResult], None] | None = None
+    until: Callable[[LoadStats, float], bool] | None = None
+    """Also stop the arrivals once this says so, given the stats and the profile's time (the capacity
+    search ends a step with it)."""
+    suite_hooks: bool = True
+    """Run the suites' before_all / after_all around the calls (a search runs them once, around all
+    its steps, with ``before_all()`` / ``after_all()``)."""
 
     def __post_init__(self) -> None:
         if self.clock is None:
@@ -191,6 +197,17 @@ class LoadDriver:
         self._resumed = len(done)
         self._elapsed = checkpoint.elapsed
 
+    def start_at(self, index: int, elapsed: float) -> None:
+        """Number the calls from ``index`` and start the profile's clock at ``elapsed`` (a step of a
+        capacity search continues the calls and the timeline of the steps before it)."""
+        self._next = index
+        self._elapsed = elapsed
+
+    @property
+    def next_index(self) -> int:
+        """The index the next new call would take."""
+        return self._next
+
     async def run(self) -> LoadOutcome:
         """Drive the calls to the end of the profile (or an interruption) and return what happened."""
         assert self.clock is not None
@@ -213,8 +230,8 @@ class LoadDriver:
             with contextlib.suppress(asyncio.CancelledError):
                 await writer
             await asyncio.gather(health, return_exceptions=True)
-            if not self._interrupted:
-                await self._after_all()
+            if not self._interrupted and self.suite_hooks:
+                await self.after_all()
         if self.lost is not None:
             raise self.lost
         return LoadOutcome(
@@ -229,7 +246,8 @@ class LoadDriver:
         )
 
     async def _drive(self) -> None:
-        await self._before_all()
+        if self.suite_hooks:
+            await self.before_all()
         if self.profile.mode == "rate":
             await self._arrivals()
         else:
@@ -244,6 +262,8 @@ class LoadDriver:
         """No more arrivals: stopped, budget spent, call count reached or duration passed (or there is
         nothing to call: every test of the load test is one this environment cannot run)."""
         if self._stop or self.attempts.over_budget() or not self.specs:
+            return True
+        if self.until is not None and self.until(self.stats, t):
             return True
         total, duration = self.profile.total_calls, self.profile.seconds("duration")
         if total is not None and self._arrived() >= total and not self._redo:
@@ -379,7 +399,8 @@ class LoadDriver:
                     self.stats.workers = await probe()
             await asyncio.sleep(self.health_interval)
 
-    async def _before_all(self) -> None:
+    async def before_all(self) -> None:
+        """The suites' before_all hooks; a failed one raises ``HookError``."""
         for path in {s.suite_path for s in self.specs}:
             setup = self.setups.get(path)
             if setup is not None and setup.before_all:
@@ -391,7 +412,8 @@ class LoadDriver:
                         f"suite {setup.name}: before_all hook failed: {hooked.hook}: {hooked.message}"
                     )
 
-    async def _after_all(self) -> None:
+    async def after_all(self) -> None:
+        """The suites' after_all hooks (their failures are not the calls' business)."""
         for path in {s.suite_path for s in self.specs}:
             setup = self.setups.get(path)
             if setup is not None and setup.after_all:

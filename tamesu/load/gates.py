@@ -56,8 +56,10 @@ class GateResult:
 
 @dataclass
 class Gates:
-    pass_rate: float = 1.0
-    """Least share of final calls that must pass."""
+    pass_rate: float | None = 1.0
+    """Least share of all final calls that must pass; None holds each test to its own threshold."""
+    thresholds: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(suite, test id) -> that test's pass_threshold, the pass-rate gates when ``pass_rate`` is None."""
     error_rate: float | None = None
     slo: dict[str, float] = field(default_factory=dict)
     """Per-turn percentile metric -> maximum, over every call."""
@@ -66,10 +68,16 @@ class Gates:
 
 
 def gates_for(
-    profile: LoadProfile, *, suite_slo: Mapping[str, float] = {}, pass_threshold: float = 1.0
+    profile: LoadProfile,
+    *,
+    suite_slo: Mapping[str, float] = {},
+    pass_threshold: float = 1.0,
+    thresholds: Mapping[tuple[str, str], float] | None = None,
 ) -> Gates:
-    """The gates of a test: the profile's, then the suites' percentile SLOs, then their pass threshold.
+    """The gates of a test: the profile's, then the suites' percentile SLOs, then the pass threshold.
 
+    Without a profile pass rate, each test of ``thresholds`` is held to its own pass_threshold (a
+    looser test never lowers the bar of a stricter one); without those either, to ``pass_threshold``.
     A profile SLO that is not a per-turn percentile is a usage error (it could never be checked).
     """
     given = profile.gates
@@ -79,8 +87,11 @@ def gates_for(
             known = ", ".join(f"{s}_p95" for s in SERIES)
             raise UsageError(f"load gate slo {name!r} is not a per-turn percentile (such as {known})")
         slo[name] = float(value)
+    explicit = given.pass_rate if given is not None else None
+    own = dict(thresholds or {})
     return Gates(
-        pass_rate=given.pass_rate if given is not None and given.pass_rate is not None else pass_threshold,
+        pass_rate=explicit if explicit is not None else (None if own else pass_threshold),
+        thresholds={} if explicit is not None else own,
         error_rate=given.error_rate if given is not None else None,
         slo=slo,
         drift=given.drift if given is not None else None,
@@ -93,18 +104,14 @@ def evaluate_gates(gates: Gates, samples: Iterable[CallSample]) -> list[GateResu
     finals = [s for s in samples if s.final]
     out: list[GateResult] = []
     graded = len(finals)
-    passed = sum(1 for s in finals if s.outcome == "passed")
     errors = sum(1 for s in finals if s.outcome == "error")
-    rate = passed / graded if graded else None
-    out.append(
-        GateResult(
-            "pass_rate",
-            gates.pass_rate,
-            rate,
-            rate is not None and rate >= gates.pass_rate - 1e-9,
-            f"{passed}/{graded} calls passed",
-        )
-    )
+    if gates.pass_rate is not None:
+        out.append(_pass_rate("pass_rate", gates.pass_rate, finals, "calls"))
+    suites = {suite for suite, _ in gates.thresholds}
+    for (suite, test), threshold in gates.thresholds.items():
+        mine = [s for s in finals if s.test_id == test and s.suite in (suite, "")]
+        name = f"pass_rate/{suite}/{test}" if len(suites) > 1 else f"pass_rate/{test}"
+        out.append(_pass_rate(name, threshold, mine, "calls of the test"))
     if gates.error_rate is not None:
         err = errors / graded if graded else None
         ok = err is not None and err <= gates.error_rate + 1e-9
@@ -119,6 +126,14 @@ def evaluate_gates(gates: Gates, samples: Iterable[CallSample]) -> list[GateResu
     if gates.drift is not None:
         out.append(_drift(gates, finals))
     return out
+
+
+def _pass_rate(name: str, limit: float, finals: Sequence[CallSample], what: str) -> GateResult:
+    """One pass-rate gate over these final calls; none at all holds no gate."""
+    passed = sum(1 for s in finals if s.outcome == "passed")
+    rate = passed / len(finals) if finals else None
+    ok = rate is not None and rate >= limit - 1e-9
+    return GateResult(name, limit, rate, ok, f"{passed}/{len(finals)} {what} passed")
 
 
 def _drift(gates: Gates, finals: list[CallSample]) -> GateResult:

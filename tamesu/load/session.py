@@ -13,7 +13,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,9 +26,11 @@ from tamesu.untrusted import printable
 if TYPE_CHECKING:
     from tamesu.config.load_profile import LoadProfile
     from tamesu.config.loader import LoadedSuite
-    from tamesu.load.driver import LoadOutcome
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.load.driver import LoadDriver, LoadOutcome
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.spec import RunSpec
+    from tamesu.runner.verdict import TestVerdict
 
 __all__ = [
     "REPORT_FILE",
@@ -68,6 +70,8 @@ class LoadRequest:
     """Where the live view and the report go (stdout by default)."""
     placement_options: dict[str, Any] = field(default_factory=dict)
     """Extra keyword arguments of RayPlacement (tests pass num_cpus, worker_setup)."""
+    driver_cpu: Callable[[], Callable[[], float]] | None = None
+    """A capacity search's probe of tamesu's own CPU share per step (tests stand in a saturated one)."""
 
 
 @dataclass
@@ -116,15 +120,48 @@ def _seconds(text: str) -> float:
     return parse_duration(text)
 
 
-def _gates(profile: LoadProfile, loaded: Sequence[LoadedSuite], specs: Sequence[Any]) -> Any:
+def load_gates(profile: LoadProfile, loaded: Sequence[LoadedSuite], specs: Sequence[Any]) -> Any:
+    """The gates of a load test: the profile's, the suites' percentile SLOs, and (unless the profile
+    sets one pass rate) each test's own pass_threshold."""
     from tamesu.config import effective_defaults
     from tamesu.load.gates import gates_for
 
     slo: dict[str, float] = {}
     for suite in loaded:
         slo.update(effective_defaults(suite.project, suite.suite).slo)
-    threshold = min((float(s.pass_threshold) for s in specs), default=1.0)
-    return gates_for(profile, suite_slo=slo, pass_threshold=threshold)
+    thresholds = {(s.suite, s.test_id): float(s.pass_threshold) for s in specs}
+    return gates_for(profile, suite_slo=slo, thresholds=thresholds)
+
+
+def one_spec_per_test(specs: Sequence[RunSpec], note: Callable[[str], None]) -> list[RunSpec]:
+    """The runs a load test takes in turn: one per expanded test, so each test gets an equal share
+    of the calls (a ``repeat: 10`` test would otherwise get ten times the calls of its neighbours);
+    the calls themselves are the repeats under load."""
+    out: list[RunSpec] = []
+    for spec in specs:
+        if spec.repeat_index == 0:
+            out.append(spec.evolve(run_id=spec.test_id, repeats=1))
+        elif spec.repeat_index == 1:
+            note(
+                f"{spec.suite} / {spec.test_id}: repeat {spec.repeats} is not multiplied under load: "
+                "each test gets an equal share of the calls"
+            )
+    return out
+
+
+def load_verdicts(specs: Sequence[RunSpec], finals: Sequence[RunResult], project: Any) -> list[TestVerdict]:
+    """Each test's verdict over its calls, by the rule of ``tamesu run`` (its pass_threshold and
+    tamesu.yaml's statistics): every call is one repeat of its test."""
+    from tamesu.runner.rates import RateRule
+    from tamesu.runner.verdict import verdicts
+
+    by_test = {(s.suite, s.test_id): s for s in specs}
+    calls = [
+        by_test[(r.suite, r.test_id)].evolve(run_id=r.run_id, repeats=1)
+        for r in finals
+        if (r.suite, r.test_id) in by_test
+    ]
+    return verdicts(calls, finals, rule=RateRule.from_settings(getattr(project, "statistics", None)))
 
 
 def _store(
@@ -192,11 +229,12 @@ def _placement(
     from tamesu.actors.placement.ray import RayPlacement
 
     spike = profile.spike_window()
-    peak = (
-        profile.max_in_flight
-        if profile.mode == "rate"
-        else math.ceil(profile.level * (spike[2] if spike else 1))
-    )
+    if profile.capacity is not None:
+        peak = profile.capacity.max_concurrency
+    elif profile.mode == "rate":
+        peak = profile.max_in_flight
+    else:
+        peak = math.ceil(profile.level * (spike[2] if spike else 1))
     workers = profile.workers
     if workers is None and request.address is None:
         workers = max(1, min(os.cpu_count() or 1, peak))
@@ -252,29 +290,47 @@ async def run_load(request: LoadRequest) -> LoadResult:
             else latest_load_dir(where, [str(s.path.resolve()) for s in loaded])
         )
     profile = _profile(request, loaded, resume_dir)
-    gates = _gates(profile, loaded, specs)
     setups, specs = suite_setups(loaded, specs, redactor)
     store, resumed = _store(request, loaded, where, profile, redactor)
     stream = request.stream or sys.stdout
-    specs = _leave_out_unrunnable(specs, store, redactor, stream, write=not resumed)
+    planned = one_spec_per_test(specs, store.notes.append)
+    specs = _leave_out_unrunnable(planned, store, redactor, stream, write=not resumed)
+    gates = load_gates(profile, loaded, specs)
     from tamesu.runner.invocation import RunOptions
     from tamesu.runner.prepare import router_factory
 
     routers = router_factory(project, project_dir, setups, RunOptions())
     services = RunServices.create(redactor=redactor, output_dir=store.dir, router_factory=routers)
     placement = _placement(request, profile, services, store, specs, routers)
-    driver = LoadDriver(
-        placement,
-        specs,
-        profile,
-        store=store,
-        setups=setups,
-        seed=request.seed,
-        redactor=redactor,
-        http=services.http,
-        transcripts=request.transcripts,
-    )
-    if resumed:
+    from tamesu.clock import MonotonicClock
+    from tamesu.runner.setup import Budget
+
+    clock, budget = MonotonicClock(), Budget()
+
+    def build(p: LoadProfile) -> LoadDriver:
+        return LoadDriver(
+            placement,
+            specs,
+            p,
+            store=store,
+            setups=setups,
+            clock=clock,
+            seed=request.seed,
+            redactor=redactor,
+            http=services.http,
+            transcripts=request.transcripts,
+            budget=budget,
+        )
+
+    driver = build(profile)
+    search = None
+    if profile.capacity is not None:
+        from tamesu.load.capacity_run import CapacityRun
+
+        if resumed:
+            raise UsageError("--resume does not continue a capacity search: start a new one")
+        search = CapacityRun(build, profile, gates, clock, driver_cpu=request.driver_cpu)
+    elif resumed:
         saved = store.dir / CHECKPOINT_FILE
         point = LoadCheckpoint()
         if saved.is_file():
@@ -285,7 +341,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
             )
         driver.resume(point, read_samples(store.dir))
     view = LiveView(
-        lambda: driver.stats.snapshot(driver.now()),
+        search.snapshot if search is not None else lambda: driver.stats.snapshot(driver.now()),
         title=f"tamesu load {', '.join(s.suite.suite for s in loaded)}",
         color=request.color,
         live=request.live,
@@ -298,11 +354,15 @@ async def run_load(request: LoadRequest) -> LoadResult:
             stream.write(f"note: {note}\n")
         stream.flush()
     view.start()
+    found = None
     try:
         from tamesu.runner.api import interrupt_on_signals
 
-        with interrupt_on_signals(driver, sigterm=True):
-            outcome = await driver.run()
+        with interrupt_on_signals(search or driver, sigterm=True):
+            if search is not None:
+                found, outcome = await search.run()
+            else:
+                outcome = await driver.run()
     except ClusterLost as exc:
         total = profile.total_calls
         lost = exc.kept_in(
@@ -314,9 +374,17 @@ async def run_load(request: LoadRequest) -> LoadResult:
         with contextlib.suppress(Exception):
             await placement.aclose()
         await services.aclose()
-    checks = evaluate_gates(gates, outcome.samples)
-    code = _exit_code(outcome, all(g.passed for g in checks))
+    if found is not None:
+        from tamesu.load.capacity_run import capacity_exit_code
+
+        held = [lv for lv in found.levels if lv.concurrency == found.concurrency]
+        checks = held[0].gates if held else (found.levels[0].gates if found.levels else [])
+        code = capacity_exit_code(found, outcome)
+    else:
+        checks = evaluate_gates(gates, outcome.samples)
+        code = _exit_code(outcome, all(g.passed for g in checks))
     finals = [r for r in final_results(store.results()) if r.final]
+    tests = load_verdicts(planned, finals, project)
     report = build_load_report(
         outcome.samples,
         finals,
@@ -329,8 +397,11 @@ async def run_load(request: LoadRequest) -> LoadResult:
         run_dir=str(store.dir),
         interrupted=outcome.interrupted,
         budget_exceeded=outcome.budget_exceeded,
+        verdicts={(t.suite, t.test_id): (t.verdict, t.pass_threshold) for t in tests},
+        capacity=found.to_dict() if found is not None else None,
     )
     write_load_report(report, store.dir / REPORT_FILE, redactor=redactor)
+    _write_summary(store, tests, finals, outcome, code, loaded, started_at, redactor)
     if request.json:
         write_load_report(report, request.json, redactor=redactor)
     render_load_report(report, color=request.color, stream=stream, redactor=redactor)
@@ -342,6 +413,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
         inv = invocation_of_load(
             redactor.redact_obj(report),
             finals,
+            verdicts={(t.suite, t.test_id): t.verdict for t in tests},
             suites=[s.suite.suite for s in loaded],
             started_at=started_at,
             argv=request.argv or (),
@@ -351,6 +423,38 @@ async def run_load(request: LoadRequest) -> LoadResult:
         stream.write(redactor.redact(f"note: {printable(note)}") + "\n")
     store.close()
     return LoadResult(exit_code=code, report=report, run_dir=store.dir, outcome=outcome)
+
+
+def _write_summary(
+    store: ResultsStore,
+    tests: list[TestVerdict],
+    finals: list[RunResult],
+    outcome: LoadOutcome,
+    code: int,
+    loaded: Sequence[LoadedSuite],
+    started_at: float,
+    redactor: Redactor,
+) -> None:
+    """summary.json, as ``tamesu run`` writes it: a finished load test reads as one in every report."""
+    from tamesu.reports.json_report import summary
+    from tamesu.runner.invocation import InvocationResult
+
+    result = InvocationResult(
+        exit_code=code,
+        tests=tests,
+        results=finals,
+        run_dir=store.dir,
+        suites=[s.suite.suite for s in loaded],
+        started_at=started_at,
+        duration=time.time() - started_at,
+        interrupted=outcome.interrupted,
+        budget_exceeded=outcome.budget_exceeded,
+        resumed=outcome.resumed,
+        settings={
+            "started_at": datetime.fromtimestamp(started_at, timezone.utc).isoformat(timespec="seconds")
+        },
+    )
+    store.write_json("summary.json", redactor.redact_obj(summary(result)))
 
 
 def _leave_out_unrunnable(
@@ -378,6 +482,13 @@ def _leave_out_unrunnable(
 
 
 def _describe(profile: LoadProfile) -> str:
+    search = profile.capacity
+    if search is not None:
+        return (
+            f"capacity search from {search.start} to at most {search.max_concurrency} calls in flight, "
+            f"steps of at least {search.step_calls} calls and {search.step_seconds}, "
+            f"cool-down {search.cool_down}, within {search.max_duration}"
+        )
     pace = f"{profile.rate:g} calls/s" if profile.mode == "rate" else f"{profile.level:g} calls in flight"
     size = []
     if profile.total_calls is not None:

@@ -52,6 +52,8 @@ class CallSample(msgspec.Struct, kw_only=True):
     index: int
     run_id: str
     test_id: str
+    suite: str = ""
+    """The test's suite ("" in calls.jsonl files written before it was kept)."""
     attempt: int = 1
     final: bool = True
     start: float
@@ -77,6 +79,7 @@ def sample_of(
         index=index,
         run_id=result.run_id,
         test_id=result.test_id,
+        suite=result.suite,
         attempt=result.attempt,
         final=result.final,
         start=start,
@@ -188,12 +191,15 @@ class LoadStats:
         }
 
 
-def window_rows(samples: Iterable[CallSample], width: float) -> list[dict[str, Any]]:
+def window_rows(
+    samples: Iterable[CallSample], width: float, *, end: float | None = None
+) -> list[dict[str, Any]]:
     """Per time window: calls ended, their outcomes and faults, the agent's faults, calls/s, latency
     percentiles.
 
     A call (and the agent faults of its attempt) counts in the window it ended in; a turn's latency
-    in the window it happened in.
+    in the window it happened in. ``end`` is when the test ended: the last window is cut there, and
+    its calls/s divided by the seconds it really lasted, not by the full width.
     """
     width = max(width, 1e-3)
     rows: dict[int, dict[str, Any]] = {}
@@ -224,12 +230,15 @@ def window_rows(samples: Iterable[CallSample], width: float) -> list[dict[str, A
     for k in sorted(rows):
         r = rows[k]
         ended = sum(r["outcomes"].values())
+        start, stop = k * width, (k + 1) * width
+        if end is not None and start < end < stop:
+            stop = end
         out.append(
             {
-                "start": k * width,
-                "end": (k + 1) * width,
+                "start": start,
+                "end": stop,
                 "calls": ended,
-                "calls_per_s": ended / width,
+                "calls_per_s": ended / max(stop - start, 1e-3),
                 "outcomes": dict(r["outcomes"]),
                 "pass_rate": None if not ended else r["outcomes"]["passed"] / ended,
                 "faults": dict(r["faults"]),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.metrics import shown_metrics
+from tamesu.reports.html_capacity import capacity_section
 from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_findings import findings_section
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
@@ -95,6 +96,7 @@ def render_html(run: RunDirectory, *, max_audio_bytes: int = MAX_AUDIO_BYTES) ->
             {(row.suite, row.test_id): n for n, row in enumerate(rows)},
         ),
         load_section(run.load_report) if run.load_report else "",
+        _capacity(run.load_report),
         '<h2 id="tests">Tests</h2>',
         *(_test(run, row, n, max_audio_bytes) for n, row in enumerate(rows)),
         "</main>",
@@ -108,6 +110,11 @@ def render_html(run: RunDirectory, *, max_audio_bytes: int = MAX_AUDIO_BYTES) ->
         + "".join(body)
         + f"<script>{js}</script></body></html>\n"
     )
+
+
+def _capacity(load_report: dict[str, Any] | None) -> str:
+    found = load_report.get("capacity") if load_report else None
+    return capacity_section(found) if isinstance(found, dict) else ""
 
 
 def write_html(run: RunDirectory, out: str | os.PathLike[str], **kw: Any) -> Path:

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from tamesu.reports.load_report import gate_text
+
 __all__ = ["line_chart", "load_section"]
 
 _COLOURS = ("#2f6fde", "#e07b00", "#cf222e", "#1a7f37", "#8250df")
@@ -42,9 +44,15 @@ def _fmt(v: float) -> str:
 
 
 def line_chart(
-    title: str, series: Mapping[str, Sequence[Point]], *, x_label: str = "seconds", y_max: float | None = None
+    title: str,
+    series: Mapping[str, Sequence[Point]],
+    *,
+    x_label: str = "seconds",
+    y_max: float | None = None,
+    marks: Sequence[tuple[float, str]] = (),
 ) -> str:
-    """One chart: a line per series (gaps where a value is None), axes, ticks and a legend."""
+    """One chart: a line per series (gaps where a value is None), axes, ticks and a legend;
+    ``marks`` are labelled vertical lines (a capacity search's knee)."""
     xs = [x for pts in series.values() for x, _ in pts]
     ys = [y for pts in series.values() for _, y in pts if y is not None]
     if not xs or not ys:
@@ -76,6 +84,13 @@ def line_chart(
         f'<text x="{_LEFT + plot_w / 2:.0f}" y="{_H - 6}" text-anchor="middle" font-size="11" '
         f'fill="#5f6b7a">{escape(x_label)}</text>'
     )
+    for x, label in marks:
+        if x0 <= x <= x1:
+            out.append(
+                f'<line x1="{px(x):.1f}" x2="{px(x):.1f}" y1="{_TOP}" y2="{_TOP + plot_h}" stroke="#5f6b7a" '
+                f'stroke-dasharray="4 3"/><text x="{px(x) + 4:.1f}" y="{_TOP + 18}" font-size="11" '
+                f'fill="#1d232b">{escape(label)}</text>'
+            )
     for n, (name, pts) in enumerate(series.items()):
         colour = _COLOURS[n % len(_COLOURS)]
         for run in _runs(pts):
@@ -122,12 +137,11 @@ def load_section(report: dict[str, Any]) -> str:
         rows = "".join(
             f'<tr><td class="verdict {"v-passed" if g.get("passed") else "v-failed"}">'
             f"{'PASS' if g.get('passed') else 'FAIL'}</td><td>{escape(str(g.get('name', '')))}</td>"
-            f"<td>{escape(str(g.get('actual')))}</td><td>{escape(str(g.get('limit')))}</td>"
-            f"<td>{escape(str(g.get('detail', '')))}</td></tr>"
+            f"<td>{escape(gate_text(g))}</td><td>{escape(str(g.get('detail', '')))}</td></tr>"
             for g in gates
         )
         parts.append(
-            "<table><thead><tr><th>gate</th><th>name</th><th>actual</th><th>limit</th><th>detail</th>"
+            "<table><thead><tr><th>gate</th><th>name</th><th>measured (limit)</th><th>detail</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
         )
     for key, title in _SERIES.items():

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from tamesu.load.gates import GateResult
     from tamesu.secrets import Redactor
 
-__all__ = ["build_load_report", "render_load_report", "write_load_report"]
+__all__ = [
+    "build_load_report",
+    "capacity_line",
+    "capacity_table",
+    "gate_text",
+    "render_load_report",
+    "write_load_report",
+]
 
 _LABEL = {
     "turn_latency_ms": "turn latency",
@@ -44,8 +51,11 @@ def _series_stats(values: Sequence[float]) -> dict[str, float | int | None]:
     }
 
 
-def _tests(results: Iterable[RunResult]) -> list[dict[str, Any]]:
-    """Per expanded test: calls, outcomes, and each assertion's pass count (the per-call grading)."""
+def _tests(
+    results: Iterable[RunResult], verdicts: Mapping[tuple[str, str], tuple[str, float]]
+) -> list[dict[str, Any]]:
+    """Per expanded test: calls, outcomes, each assertion's pass count (the per-call grading), and
+    the test's verdict against its own pass_threshold when the caller judged it."""
     by_test: dict[tuple[str, str], dict[str, Any]] = {}
     checks: dict[tuple[str, str], dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     for r in results:
@@ -59,9 +69,12 @@ def _tests(results: Iterable[RunResult]) -> list[dict[str, Any]]:
     out = []
     for key, row in by_test.items():
         calls = sum(row["outcomes"].values())
+        verdict, threshold = verdicts.get(key, (None, None))
         out.append(
             {
                 **row,
+                "verdict": verdict,
+                "pass_threshold": threshold,
                 "outcomes": dict(row["outcomes"]),
                 "calls": calls,
                 "pass_rate": row["outcomes"]["passed"] / calls if calls else None,
@@ -84,8 +97,11 @@ def build_load_report(
     run_dir: str | None = None,
     interrupted: bool = False,
     budget_exceeded: str | None = None,
+    verdicts: Mapping[tuple[str, str], tuple[str, float]] | None = None,
+    capacity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole report as plain data (what load-report.json holds)."""
+    """The whole report as plain data (what load-report.json holds); ``verdicts`` is each test's
+    (verdict, pass_threshold)."""
     finals = [s for s in samples if s.final]
     outcomes = Counter(s.outcome for s in finals)
     faults = Counter(s.fault for s in samples if s.fault is not None)
@@ -115,11 +131,12 @@ def build_load_report(
         "faults": dict(faults),
         "agent_faults": dict(agent_faults),
         "latency": {name: _series_stats([v for s in finals for _, v in s.series(name)]) for name in SERIES},
-        "windows": window_rows(samples, window),
+        "windows": window_rows(samples, window, end=elapsed),
         "window_s": window,
-        "tests": _tests(results),
+        "tests": _tests(results, verdicts or {}),
         "gates": [g.__dict__ for g in gates],
         "gates_passed": all(g.passed for g in gates),
+        **({"capacity": capacity} if capacity is not None else {}),
     }
 
 
@@ -143,16 +160,26 @@ def _rate(v: Any) -> str:
     return "-" if v is None else f"{v * 100:.1f}%"
 
 
-def _limit(g: dict[str, Any]) -> str:
-    name = g["name"]
-    if name in ("pass_rate", "error_rate"):
-        return (
-            f"{_rate(g['actual'])} ({'at least' if name == 'pass_rate' else 'at most'} {_rate(g['limit'])})"
-        )
+def gate_text(g: dict[str, Any]) -> str:
+    """A gate's measure against its limit, as a person reads it: ``71.6% (at least 50.0%)``."""
+    name, actual, limit = str(g.get("name", "")), _number(g.get("actual")), _number(g.get("limit"))
+    if name.split("/")[0] in ("pass_rate", "error_rate"):
+        least = name.startswith("pass_rate")
+        return f"{_rate(actual)} ({'at least' if least else 'at most'} {_rate(limit)})"
     if name == "drift":
-        actual = "-" if g["actual"] is None else f"{g['actual']:.2f}x"
-        return f"{actual} (at most {g['limit']:.2f}x)"
-    return f"{_ms(g['actual'])} ms (at most {g['limit']:g})"
+        shown = "-" if actual is None else f"{actual:.2f}x"
+        return f"{shown} (at most {'-' if limit is None else f'{limit:.2f}x'})"
+    if name.startswith("cost"):
+        return f"{_usd(actual)} (at most {_usd(limit)})"
+    return f"{_ms(actual)} ms (at most {'-' if limit is None else f'{limit:g}'})"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
 
 
 def render_load_report(
@@ -198,7 +225,7 @@ def render_load_report(
             )
     rows = [
         [
-            f"{w['start']:.0f}-{w['end']:.0f}s",
+            f"{w['start']:.3g}-{w['end']:.3g}s",
             str(w["calls"]),
             f"{w['calls_per_s']:.1f}",
             _rate(w["pass_rate"]),
@@ -246,10 +273,87 @@ def render_load_report(
     say("Gates:")
     for g in report["gates"]:
         mark = paint("PASS", "green", color) if g["passed"] else paint("FAIL", "red", color)
-        say(f"  {mark} {printable(str(g['name']))}: {_limit(g)}  {printable(str(g['detail']))}")
+        say(f"  {mark} {printable(str(g['name']))}: {gate_text(g)}  {printable(str(g['detail']))}")
+    if report.get("capacity") is not None:
+        say()
+        say(capacity_table(report["capacity"], color=color))
+        say(paint(capacity_line(report["capacity"]), "bold", color))
     if report.get("interrupted"):
         say(paint("interrupted: resume with tamesu load --resume", "yellow", color))
     if report.get("budget_exceeded"):
         say(paint(f"budget exceeded: {report['budget_exceeded']}", "yellow", color))
     if report.get("run_dir"):
         say(f"Results: {report['run_dir']}")
+
+
+def _gate_name(name: str) -> str:
+    return printable(name.removeprefix("slo/"))
+
+
+def capacity_line(capacity: dict[str, Any]) -> str:
+    """The search's answer in one line: ``capacity: 38 calls in flight; turn_latency_ms_p95 broke at 44``."""
+    found, broke, stopped = capacity.get("concurrency"), capacity.get("broke"), capacity.get("stopped")
+    if stopped == "driver_bound":
+        least = capacity.get("at_least")
+        return (
+            f"capacity: not measured: tamesu's own CPU was the limit at {capacity.get('driver_bound_at')} calls "
+            f"in flight (the agent held {least if least is not None else 'no level'}); "
+            "run the steps on more workers (--ray, --workers)"
+        )
+    why = f"{_gate_name(broke['gate'])} broke at {broke['concurrency']}" if broke else ""
+    if found is None:
+        return f"capacity: none: {why or 'no step held'}"
+    if not why:
+        why = {
+            "max_concurrency": "every gate held up to --max-concurrency",
+            "max_duration": "the search ran out of time before a gate broke",
+        }.get(str(stopped), "no gate broke")
+    cut = (
+        "; the search ran out of time, the bracket is still open"
+        if broke and stopped == "max_duration"
+        else ""
+    )
+    return f"capacity: {found} calls in flight; {why}{cut}"
+
+
+def capacity_table(capacity: dict[str, Any], *, color: bool = False) -> str:
+    """Per step: calls in flight, calls, pass rate and its interval, errors, latency, faults, gates."""
+    from tamesu.untrusted import table
+
+    rows = []
+    for lv in capacity.get("levels") or []:
+        interval = lv.get("pass_interval")
+        low_high = f" ({interval[0] * 100:.0f}-{interval[1] * 100:.0f}%)" if interval else ""
+        faults = ", ".join(f"{k} {v}" for k, v in sorted((lv.get("agent_faults") or {}).items())) or "-"
+        verdict = (
+            "held"
+            if lv.get("gates_passed")
+            else "broke: " + ", ".join(map(_gate_name, lv.get("broke") or []))
+        )
+        if lv.get("driver_bound"):
+            verdict = f"driver CPU {float(lv.get('driver_cpu') or 0):.0%}"
+        rows.append(
+            [
+                str(lv.get("concurrency")),
+                str(lv.get("calls")),
+                _rate(lv.get("pass_rate")) + low_high,
+                _rate(lv.get("error_rate")),
+                _ms(lv.get("turn_latency_ms_p50")),
+                _ms(lv.get("turn_latency_ms_p95")),
+                _ms(lv.get("turn_latency_ms_p99")),
+                printable(faults),
+                verdict,
+            ]
+        )
+    header = [
+        "in flight",
+        "calls",
+        "pass (95% CI)",
+        "errors",
+        "lat p50",
+        "lat p95",
+        "lat p99",
+        "agent faults",
+        "gates",
+    ]
+    return "Capacity search:\n" + table(rows, header=header, color=color)

@@ -3,8 +3,8 @@
 ``serve_echo_agent`` runs a scripted echo agent on loopback; ``serve_a2a_agent`` a scripted A2A
 agent on the a2a-sdk's server classes (the ``a2a`` extra); ``serve_model_server`` runs a
 scripted model server speaking the OpenAI wire format; ``serve_realtime_server`` replays recorded
-OpenAI Realtime API event sequences over a websocket; ``serve_livekit_server`` is a loopback
-LiveKit server (the ``livekit`` extra) with ``text_agent`` and ``voice_agent`` to join it. Each loads its server library only when first used.
+OpenAI Realtime API event sequences over a websocket; ``serve_loaded_agent`` is an agent whose delay grows with the requests in flight (a capacity
+search's known answer); ``serve_livekit_server`` is a loopback LiveKit server (the ``livekit`` extra) with ``text_agent`` and ``voice_agent`` to join it. Each loads its server library only when first used.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from tamesu.testing.agents import EchoAgent, RecordedRequest, serve_echo_agent
     from tamesu.testing.livekit_agents import text_agent, voice_agent
     from tamesu.testing.livekit_server import LivekitServer, serve_livekit_server
+    from tamesu.testing.loaded_agent import LoadedAgent, serve_loaded_agent
     from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
     from tamesu.testing.realtime_server import RealtimeServer, load_recording, serve_realtime_server
 
@@ -24,6 +25,7 @@ __all__ = [
     "A2AAgent",
     "EchoAgent",
     "LivekitServer",
+    "LoadedAgent",
     "ModelServer",
     "RealtimeServer",
     "RecordedRequest",
@@ -32,6 +34,7 @@ __all__ = [
     "serve_a2a_agent",
     "serve_echo_agent",
     "serve_livekit_server",
+    "serve_loaded_agent",
     "serve_model_server",
     "serve_realtime_server",
     "text_agent",
@@ -50,6 +53,8 @@ _WHERE = {
     "RealtimeServer": "realtime_server",
     "load_recording": "realtime_server",
     "serve_realtime_server": "realtime_server",
+    "LoadedAgent": "loaded_agent",
+    "serve_loaded_agent": "loaded_agent",
     "LivekitServer": "livekit_server",
     "serve_livekit_server": "livekit_server",
     "text_agent": "livekit_agents",

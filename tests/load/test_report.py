@@ -61,6 +61,9 @@ def test_the_report_holds_totals_windows_tests_and_gates() -> None:
     assert report["totals"]["outcomes"] == {"passed": 16, "error": 4}
     assert (report["totals"]["shed"], report["pass_rate"], report["faults"]) == (2, 0.8, {"http_5xx": 4})
     assert [w["calls"] for w in report["windows"]] == [8, 10, 2]
+    # the last window lasted half a second (the test ended at 10.5s): 2 calls in it are 4 calls/s
+    assert [w["calls_per_s"] for w in report["windows"]] == [pytest.approx(x) for x in (1.6, 2.0, 4.0)]
+    assert report["windows"][-1]["end"] == pytest.approx(10.5)
     assert report["agent_faults"] == {"http_5xx": 8}
     assert [w["agent_faults"] for w in report["windows"]] == [{"http_5xx": n} for n in (3, 4, 1)]
     assert report["latency"]["turn_latency_ms"]["count"] == 16
@@ -76,7 +79,7 @@ def test_the_report_holds_totals_windows_tests_and_gates() -> None:
     assert "Load test: 20 calls in 10.5s" in text
     assert "errors by kind: http_5xx 4" in text
     assert "agent faults (retried ones included): http_5xx 8" in text
-    assert "0-5s" in text and "10-15s" in text
+    assert "0-5s" in text and "10-10.5s" in text
     assert "s / t  20     80.0%  contains (4)" in text
     assert "FAIL pass_rate: 80.0% (at least 90.0%)  16/20 calls passed" in text
     assert "PASS slo/turn_latency_ms_p95:" in text

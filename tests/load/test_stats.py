@@ -143,6 +143,19 @@ def test_gates_default_to_the_pass_threshold_and_take_suite_slo_percentiles_only
         gates_for(LoadProfile.model_validate({"gates": {"slo": {"llm_cost_usd": 1}}}))
 
 
+def test_without_a_profile_pass_rate_each_test_is_held_to_its_own_threshold() -> None:
+    thresholds = {("s", "strict"): 1.0, ("s", "loose"): 0.5}
+    gates = gates_for(LoadProfile.model_validate({}), thresholds=thresholds)
+    assert (gates.pass_rate, gates.thresholds) == (None, thresholds)
+    samples = [sample(i, "passed" if i % 4 else "failed", i + 1.0) for i in range(8)]
+    for i, s in enumerate(samples):
+        s.test_id, s.suite = ("strict" if i < 4 else "loose"), "s"
+    got = [(g.name, g.passed, g.actual) for g in evaluate_gates(gates, samples)]
+    assert got == [("pass_rate/strict", False, 0.75), ("pass_rate/loose", True, 0.75)]
+    explicit = gates_for(LoadProfile.model_validate({"gates": {"pass_rate": 0.7}}), thresholds=thresholds)
+    assert (explicit.pass_rate, explicit.thresholds) == (0.7, {})
+
+
 def test_gates_pass_and_fail_on_the_final_calls() -> None:
     samples = [sample(i, "passed", i + 1.0, 100 + i) for i in range(9)]
     samples += [

@@ -1,0 +1,85 @@
+"""A finished load test reads as finished everywhere: each test judged by its own pass_threshold,
+an equal share of calls per test, durations and gates as a person reads them."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tamesu.load.session import LoadRequest, run_load
+from tamesu.reports.html import render_html
+from tamesu.reports.rundir import RunDirectory
+
+from .agents import serve_fault_agent
+
+pytestmark = pytest.mark.integration
+
+SUITE = """
+suite: loadtest
+defaults: { retries: 0, timeout: 5s }
+targets:
+  api: { type: rest, url: "URL/chat", connect: { attempts: 1 }, request: { body: { message: "{{message}}" } }, response: { text: $.reply } }
+tests:
+  - { name: ok, target: api, repeat: 10, scenario: { script: [ { say: hello } ] }, assert: [ { contains: echo } ] }
+  - { name: flaky, target: api, pass_threshold: 0.5, scenario: { script: [ { say: flaky } ] }, assert: [ { contains: echo } ] }
+"""
+
+
+async def test_a_passing_load_test_reads_as_finished_with_each_test_judged_by_its_own_threshold(
+    tmp_path: Path,
+) -> None:
+    async with serve_fault_agent(delay=0.005) as (url, agent):
+        (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url))
+        out = io.StringIO()
+        result = await run_load(
+            LoadRequest(
+                paths=[str(tmp_path / "suite.yaml")],
+                overrides={"calls": 12, "concurrency": 1},
+                output=str(tmp_path / "runs"),
+                live=False,
+                stream=out,
+            )
+        )
+    text = out.getvalue()
+    assert result.exit_code == 0, text
+    tests = {t["test"]: t for t in result.report["tests"]}
+    # repeat: 10 does not give "ok" ten times the calls: the calls alternate between the tests
+    assert (tests["ok"]["calls"], tests["flaky"]["calls"]) == (6, 6)
+    assert "note: loadtest / ok: repeat 10 is not multiplied under load" in text
+    # flaky answers every other request with a 503: 50% passes its pass_threshold 0.5
+    assert (tests["flaky"]["pass_rate"], tests["flaky"]["verdict"]) == (0.5, "passed")
+    assert [g["name"] for g in result.report["gates"]] == ["pass_rate/ok", "pass_rate/flaky"]
+    summary = json.loads((result.run_dir / "summary.json").read_text())
+    assert summary["exit_code"] == 0
+    assert {t["test_id"]: t["verdict"] for t in summary["tests"]} == {"ok": "passed", "flaky": "passed"}
+    assert all(t["duration"] > 0 for t in summary["tests"])
+
+    page = render_html(RunDirectory.open(result.run_dir))
+    assert "did not finish" not in page
+    assert page.count('class="verdict v-passed">PASS</td>') >= 2
+    assert "0.00s" not in page
+    assert "50.0% (at least 50.0%)" in page
+    assert agent.requests == 12
+
+
+async def test_a_stricter_test_is_not_let_off_by_a_looser_neighbour(tmp_path: Path) -> None:
+    strict = SUITE.replace("say: hello", "say: fail")
+    async with serve_fault_agent() as (url, _):
+        (tmp_path / "suite.yaml").write_text(strict.replace("URL", url))
+        result = await run_load(
+            LoadRequest(
+                paths=[str(tmp_path / "suite.yaml")],
+                overrides={"calls": 8, "concurrency": 2},
+                output=str(tmp_path / "runs"),
+                quiet=True,
+                stream=io.StringIO(),
+            )
+        )
+    gates = {g["name"]: g["passed"] for g in result.report["gates"]}
+    # "flaky" holds its 0.5, but "ok" (threshold 1) passed none of its calls
+    assert result.report["pass_rate"] == 0.25
+    assert gates == {"pass_rate/ok": False, "pass_rate/flaky": True}
+    assert result.exit_code == 1
