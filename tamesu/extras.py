@@ -20,11 +20,13 @@ __all__ = [
     "AXE_FILE",
     "CHROMIUM_PATHS",
     "EXTRAS",
+    "MODEL_CLIENTS",
     "Extra",
     "axe_missing",
     "chromium_path",
     "is_installed",
     "missing_modules",
+    "model_client_missing",
 ]
 
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
@@ -119,3 +121,12 @@ def axe_missing() -> str | None:
     if AXE_FILE.is_file():
         return None
     return f"axe-core not vendored: run {AXE_FETCH_COMMAND}"
+
+
+MODEL_CLIENTS = {"openai": "openai", "anthropic": "anthropic", "google": "google.genai"}
+"""A provider family -> the SDK pydantic-ai reaches it with (all in the models extra)."""
+
+
+def model_client_missing(family: str) -> list[str]:
+    """The modules a hosted model of this provider family needs that are not installed."""
+    return missing_modules(["pydantic_ai", MODEL_CLIENTS.get(family, "openai")])
