@@ -180,7 +180,12 @@ class HookError(TamesuError):
 
 
 class ModelError(TamesuError):
-    """A model call failed after every retry and every fallback model."""
+    """A model call failed after every retry and every fallback model (``retryable`` False: it
+    cannot work here as configured, a key or the models extra is missing)."""
+
+    def __init__(self, message: str = "", *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class BudgetExceeded(TamesuError):

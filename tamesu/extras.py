@@ -19,12 +19,14 @@ __all__ = [
     "AXE_MODULE",
     "CHROMIUM_PATHS",
     "EXTRAS",
+    "MODEL_CLIENTS",
     "Extra",
     "axe_file",
     "axe_missing",
     "chromium_path",
     "is_installed",
     "missing_modules",
+    "model_client_missing",
 ]
 
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
@@ -132,3 +134,12 @@ def axe_missing() -> str | None:
     if axe_file() is not None:
         return None
     return "axe-core is not installed: pip install 'tamesu[browser]' (axe-playwright-python carries it)"
+
+
+MODEL_CLIENTS = {"openai": "openai", "anthropic": "anthropic", "google": "google.genai"}
+"""A provider family -> the SDK pydantic-ai reaches it with (all in the models extra)."""
+
+
+def model_client_missing(family: str) -> list[str]:
+    """The modules a hosted model of this provider family needs that are not installed."""
+    return missing_modules(["pydantic_ai", MODEL_CLIENTS.get(family, "openai")])

@@ -375,6 +375,8 @@ def check_model_needs(
         if need.role == "embedder" and not models.get("embedder") and ref:
             provider = str(ref).split("/", 1)[0]
             ref = provider_infos.get(provider).default_embedder if provider in provider_infos else None
+        if not ref and need.optional:
+            continue
         if not ref:
             keys = (
                 "models.embedder (local/minilm works offline)"
@@ -408,18 +410,14 @@ def check_model_needs(
     return out
 
 
-_CLIENTS = {"openai": "openai", "anthropic": "anthropic", "google": "google.genai"}
-"""A provider family -> the SDK pydantic-ai reaches it with (all in the models extra)."""
-
-
 def _client_missing(ref: str, custom: Mapping[str, Any]) -> str | None:
     """What to install when the model client of ``ref``'s provider is not here, else None."""
-    from tamesu.extras import EXTRAS, missing_modules
+    from tamesu.extras import EXTRAS, model_client_missing
     from tamesu.models.refs import provider_infos
 
     provider = ref.split("/", 1)[0]
     family = "openai" if provider in custom else provider_infos.get(provider).family
-    missing = missing_modules(["pydantic_ai", _CLIENTS.get(family, "openai")])
+    missing = model_client_missing(family)
     if not missing:
         return None
     return f"{', '.join(missing)} not installed: {EXTRAS['models'].install}"

@@ -71,6 +71,9 @@ class ModelNeed:
     path: KeyPath
     role: str
     why: str
+    optional: bool = False
+    """It runs without a model too (the red team's attacker plays its scripted openings): only a
+    model that is configured but cannot be called is a problem."""
 
 
 def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
@@ -86,6 +89,15 @@ def model_needs(data: dict[str, Any]) -> list[ModelNeed]:
         for j, cap in enumerate(test.get("capture") or []):
             if isinstance(cap, dict) and cap.get("extract"):
                 needs.append(ModelNeed(("tests", i, "capture", j, "extract"), "judge", "an extract capture"))
+        for j, step in enumerate(test.get("steps") or []):
+            if isinstance(step, dict) and step.get("goal"):
+                needs.append(
+                    ModelNeed(("tests", i, "steps", j, "goal"), "browser_agent", "a browser goal step")
+                )
+            elif isinstance(step, dict) and step.get("expect"):
+                needs.append(ModelNeed(("tests", i, "steps", j, "expect"), "judge", "a browser expect step"))
+    if isinstance(data.get("red_team"), dict):
+        needs.append(ModelNeed(("red_team",), "simulator", "the red team's attacker", optional=True))
     targets = data.get("targets") if isinstance(data.get("targets"), dict) else {}
     for i, test in tests_of(data):
         target = targets.get(test.get("target")) if isinstance(targets, dict) else None

@@ -37,7 +37,9 @@ class TestChange:
 
     suite: str
     test_id: str
-    kind: Literal["regression", "fix", "rate", "new", "removed"]
+    kind: Literal["regression", "fix", "rate", "new", "removed", "unselected"]
+    """``unselected``: the baseline ran it, and the new run chose its tests (tags, a filter) and
+    left it out: it was not selected, not removed."""
     a: TestRow | None = None
     b: TestRow | None = None
     rate: Difference | None = None
@@ -116,7 +118,8 @@ def compare(
             out.changes.append(TestChange(*key, "fix", ta, tb, rate))
         elif rate is not None and rate.significant:
             out.changes.append(TestChange(*key, "rate", ta, tb, rate))
-    out.changes += [TestChange(*key, "removed", a=ta) for key, ta in before.items() if key not in after]
+    gone = "unselected" if b.selection else "removed"
+    out.changes += [TestChange(*key, gone, a=ta) for key, ta in before.items() if key not in after]
     common = [(before[k], after[k]) for k in after if k in before]
     for metric, unit in METRICS:
         change = _metric(metric, unit, common, confidence)
@@ -161,11 +164,17 @@ def flaky_tests(
 ) -> list[tuple[str, str]]:
     """Tests seen both passing and failing: across their latest ``window`` invocations in the
     history, or among the repeats of one invocation. Infrastructure errors are not flakiness of
-    the agent and are left out."""
+    the agent and are left out, and a test that failed in every repeat of the newest run is
+    failing, not flaky (whatever it did before)."""
     out: dict[str, str] = {}
+    failing: set[str] = set()
+    for test in tests:
+        outcomes = [r.outcome for r in test.run_rows]
+        if outcomes and all(o == "failed" for o in outcomes):
+            failing.add(f"{test.suite} / {test.test_id}")
     for test in [*tests, *also]:
         name = f"{test.suite} / {test.test_id}"
-        if name in out:
+        if name in out or name in failing:
             continue
         outcomes = [r.outcome for r in test.run_rows]
         if "passed" in outcomes and "failed" in outcomes:

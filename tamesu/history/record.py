@@ -138,7 +138,10 @@ def invocation_of(result: InvocationResult) -> Invocation:
         started_at=result.started_at,
         duration=result.duration,
         exit_code=result.exit_code,
-        counts={k: counts.get(k, 0) for k in ("passed", "failed", "error", "quarantined", "not_run")},
+        counts={k: counts.get(k, 0) for k in _VERDICTS},
+        summary=_facts(
+            result.settings.get("options") or {}, sum(len(t.skipped_checks) for t in result.tests)
+        ),
         tests=tests,
         run_dir=str(result.run_dir) if result.run_dir else None,
         argv=[str(a) for a in result.settings.get("argv") or []],
@@ -146,6 +149,22 @@ def invocation_of(result: InvocationResult) -> Invocation:
         cost_usd=sum(float(r.metrics.get("llm_cost_usd", 0) or 0) for r in result.results),
         tokens=sum(float(r.metrics.get("llm_tokens", 0) or 0) for r in result.results),
     )
+
+
+_VERDICTS = ("passed", "failed", "error", "quarantined", "inconclusive", "not_run")
+_SELECTING = ("tags", "exclude_tags", "filter", "only")
+"""The run options that choose tests: a run with one of them set did not run every test."""
+
+
+def _facts(options: dict[str, Any], skipped: int) -> dict[str, Any]:
+    """What a diff needs besides the tests: how they were chosen, how many checks were skipped."""
+    out: dict[str, Any] = {}
+    selection = {k: options[k] for k in _SELECTING if options.get(k)}
+    if selection:
+        out["selection"] = selection
+    if skipped:
+        out["checks_skipped"] = skipped
+    return out
 
 
 def invocation_of_load(
@@ -167,7 +186,7 @@ def invocation_of_load(
     tests = []
     for (suite, test_id), runs in by_test.items():
         seen = {r.outcome for r in runs}
-        verdict = next((v for v in ("failed", "error", "quarantined") if v in seen), "passed")
+        verdict = next((v for v in ("failed", "error", "quarantined", "inconclusive") if v in seen), "passed")
         verdict = (verdicts or {}).get((suite, test_id), verdict)
         tests.append(
             TestRow(
@@ -238,9 +257,10 @@ def invocation_of_run_dir(run: RunDirectory) -> Invocation:
         for row in rows
     ]
     summary = run.summary or {}
-    counts = {
-        v: sum(t.verdict == v for t in tests) for v in ("passed", "failed", "error", "quarantined", "not_run")
-    }
+    counts = {v: sum(t.verdict == v for t in tests) for v in _VERDICTS}
+    skipped = int(summary.get("checks_skipped") or 0) or len(
+        {(row.test_id, a.name) for row in rows for r in row.runs for a in r.assertions if a.skipped}
+    )
     return Invocation(
         suites=run.suites,
         started_at=min((r.started_at for r in run.results), default=0.0),
@@ -252,6 +272,7 @@ def invocation_of_run_dir(run: RunDirectory) -> Invocation:
         argv=[str(a) for a in run.settings.get("argv") or []],
         tamesu_version=run.settings.get("tamesu_version"),
         cost_usd=sum(float(r.metrics.get("llm_cost_usd", 0) or 0) for r in run.results),
+        summary=_facts(run.settings.get("options") or {}, skipped),
     )
 
 

@@ -14,7 +14,7 @@ from tamesu.history.store import Invocation, TestRow
 from tamesu.stats import Difference
 from tamesu.untrusted import printable
 
-__all__ = ["comparison_json", "comparison_markdown", "comparison_text", "describe"]
+__all__ = ["checks_skipped", "comparison_json", "comparison_markdown", "comparison_text", "describe"]
 
 _TITLES = {
     "regression": "Regressions",
@@ -22,6 +22,7 @@ _TITLES = {
     "rate": "Pass-rate changes",
     "new": "New tests",
     "removed": "Removed tests",
+    "unselected": "Not selected in the new run",
 }
 
 
@@ -61,7 +62,7 @@ def _side(t: TestRow | None) -> str:
 def _change_line(c: TestChange) -> str:
     if c.kind == "new":
         return f"{c.name}: {_side(c.b)}"
-    if c.kind == "removed":
+    if c.kind in ("removed", "unselected"):
         return f"{c.name}: was {_side(c.a)}"
     text = f"{c.name}: {_side(c.a)} -> {_side(c.b)}"
     if c.rate is not None:
@@ -83,6 +84,8 @@ def comparison_text(c: Comparison) -> str:
     lines = [f"tamesu diff: {describe(c.a)} -> {describe(c.b)}", f"suites: {', '.join(c.b.suites)}"]
     for kind, title in _TITLES.items():
         items = c.of(kind)
+        if kind == "unselected" and not items:
+            continue
         lines.append("")
         lines.append(f"{title}: {len(items) or 'none'}")
         lines += [f"  {_change_line(item)}" for item in items]
@@ -95,7 +98,18 @@ def comparison_text(c: Comparison) -> str:
         lines += [f"    {name}: {_interval(d, m.unit)}" for name, d in m.per_test]
     lines += ["", f"Flaky: {len(c.flaky) or 'none'}"]
     lines += [f"  {name}: {why}" for name, why in c.flaky]
+    if (skipped := checks_skipped(c)) is not None:
+        lines += [
+            "",
+            f"Checks skipped: {skipped[0]} -> {skipped[1]} (not evaluated: a model, key or extra was missing)",
+        ]
     return "\n".join(printable(line) for line in lines) + "\n"
+
+
+def checks_skipped(c: Comparison) -> tuple[int, int] | None:
+    """(before, after) counts of checks that were not evaluated; None when neither side had any."""
+    a, b = (int(inv.summary.get("checks_skipped") or 0) for inv in (c.a, c.b))
+    return (a, b) if a or b else None
 
 
 def _md(text: str) -> str:
@@ -186,4 +200,6 @@ def comparison_json(c: Comparison) -> dict[str, Any]:
             for m in c.metrics
         ],
         "flaky": [{"test": name, "why": why} for name, why in c.flaky],
+        "selection": c.b.selection,
+        "checks_skipped": dict(zip(("before", "after"), checks_skipped(c) or (0, 0), strict=True)),
     }

@@ -148,7 +148,15 @@ class Invocation:
     kind: str = "run"
     """``run`` (tamesu run) or ``load`` (tamesu load: every call is a run of its test)."""
     summary: dict[str, Any] = field(default_factory=dict)
-    """A load test's figures: calls, pass and error rates, latency percentiles, gates."""
+    """A load test's figures: calls, pass and error rates, latency percentiles, gates; for any
+    invocation, ``selection`` (the options that chose its tests, when some did) and
+    ``checks_skipped`` (checks not evaluated, when any were)."""
+
+    @property
+    def selection(self) -> dict[str, Any]:
+        """The options that chose this invocation's tests (``{"tags": ["smoke"]}``); empty: all."""
+        chosen = self.summary.get("selection")
+        return chosen if isinstance(chosen, dict) else {}
 
     @property
     def suite_key(self) -> str:

@@ -277,6 +277,7 @@ class ModelRouter:
             ):  # loaded before the clock starts: latency is the call's own
                 import pydantic_ai.direct  # noqa: F401
 
+        unusable = 0
         for ref_text in chain:
             ref = parse_ref(ref_text)
             keyed = {"model": str(ref), **request}
@@ -294,6 +295,11 @@ class ModelRouter:
                 return Completion(
                     cached.get("text", ""), cached.get("tool_calls", []), cached.get("data"), usage
                 )
+            why = self.cannot_call(ref)
+            if why is not None:  # no request, and no retry: nothing here will change on its own
+                unusable += 1
+                errors.append(why)
+                continue
             attempt = 0
             while True:
                 attempt += 1
@@ -324,7 +330,28 @@ class ModelRouter:
                 return Completion(
                     answer.get("text", ""), answer.get("tool_calls", []), answer.get("data"), usage
                 )
+        if unusable == len(chain):
+            raise ModelError(f"the {role} cannot call a model here: " + "; ".join(errors), retryable=False)
         raise ModelError(f"every model failed for the {role}: " + "; ".join(errors))
+
+    def cannot_call(self, ref: ModelRef) -> str | None:
+        """Why ``ref`` cannot be called from here, in one line (its key is not set, the models
+        extra is not installed), before any request is made; None when it can be tried."""
+        if is_gguf_ref(ref) or ref.provider == "local":
+            return None
+        from tamesu.extras import EXTRAS, model_client_missing
+
+        try:
+            settings = self._settings(ref)
+        except ModelError as exc:
+            return str(exc)
+        info = settings.info
+        if info.needs_key and not settings.api_key:
+            return f"{ref} needs an API key: set {' or '.join(info.key_env)} or models.credentials.{ref.provider}"
+        missing = model_client_missing(info.family)
+        if missing:
+            return f"{ref} needs {', '.join(missing)}, which is not installed: {EXTRAS['models'].install}"
+        return None
 
     def _record(self, usage: CallUsage, ledger: UsageLedger | None) -> None:
         self.ledger.add(usage)

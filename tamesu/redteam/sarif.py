@@ -4,6 +4,8 @@ One rule per attack kind (``playbook/attack``) that ran, with its severity as ``
 ``security-severity`` GitHub ranks alerts by; one result per finding, located at the suite's
 ``red_team`` entry that asked for the attack, with the redacted conversation as that location's
 context. Transcripts are read from the run directory (stored redacted) and redacted once more.
+A detector that did not run (no judge model) or that a judge could not tell is no finding and no
+all-clear either: it is a ``toolExecutionNotifications`` warning of the invocation, with its reason.
 """
 
 from __future__ import annotations
@@ -166,11 +168,37 @@ def sarif_log(
                     }
                 },
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": base.as_uri() + "/"}},
-                "invocations": [{"executionSuccessful": result.exit_code in (0, 1)}],
+                "invocations": [
+                    {
+                        "executionSuccessful": result.exit_code in (0, 1),
+                        "toolExecutionNotifications": _unchecked(results, redactor),
+                    }
+                ],
                 "results": sarif_results,
             }
         ],
     }
+
+
+def _unchecked(results: list[RunResult], redactor: Redactor | None) -> list[dict[str, Any]]:
+    """A warning per red-team check that was skipped or inconclusive: the attack was not judged."""
+    out = []
+    for r in results:
+        for a in r.assertions:
+            if a.state not in ("skipped", "inconclusive") or not (
+                a.kind == "detector" or a.name.startswith("red_team/")
+            ):
+                continue
+            text = f"{r.suite} / {r.run_id}: {a.name} {a.state}: {a.message}"
+            out.append(
+                {
+                    "level": "warning",
+                    "message": {"text": redactor.redact(text) if redactor else text},
+                    "descriptor": {"id": f"tamesu/{a.state}"},
+                    "properties": {"test": r.test_id, "run": r.run_id, "check": a.name, "state": a.state},
+                }
+            )
+    return out
 
 
 def write_sarif(

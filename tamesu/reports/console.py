@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tamesu.reports.junit import assertion_line
+from tamesu.reports.words import VERDICT_WORD
 from tamesu.runner.invocation import Reporter
 from tamesu.untrusted import printable
 
@@ -39,14 +40,7 @@ _STYLE = {
     "inconclusive": "cyan",
     "not_run": "dim",
 }
-_MARK = {
-    "passed": "PASS",
-    "failed": "FAIL",
-    "error": "ERROR",
-    "quarantined": "QUAR",
-    "inconclusive": "INCONCLUSIVE",
-    "not_run": "SKIP",
-}
+_MARK = VERDICT_WORD
 _CAVEAT_STYLE = "blue"
 """A verdict that holds a skipped or inconclusive check ("PASS, 1 check skipped")."""
 _SGR = {"green": "32", "red": "31", "yellow": "33", "magenta": "35", "cyan": "36", "blue": "34", "dim": "2"}

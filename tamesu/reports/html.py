@@ -28,6 +28,7 @@ from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_findings import findings_section
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
 from tamesu.reports.rundir import RunDirectory, TestRow
+from tamesu.reports.words import CHECK_WORD, VERDICT_WORD
 from tamesu.untrusted import storable_text
 
 if TYPE_CHECKING:
@@ -38,22 +39,9 @@ __all__ = ["render_html", "write_html"]
 
 MAX_VALUE_CHARS = 20_000
 """One value shown (a tool result, an expected/seen pair) is cut after this many characters."""
-_MARK = {
-    "passed": "PASS",
-    "failed": "FAIL",
-    "error": "ERROR",
-    "quarantined": "QUAR",
-    "inconclusive": "INCONCLUSIVE",
-    "not_run": "SKIP",
-}
-_ORDER = ("passed", "failed", "error", "quarantined", "inconclusive", "not_run")
-_CHECK = {
-    "passed": ("PASS", "ok"),
-    "failed": ("FAIL", "bad"),
-    "error": ("ERROR", "err"),
-    "skipped": ("SKIPPED", "skip"),
-    "inconclusive": ("INCONCLUSIVE", "unsure"),
-}
+_MARK = VERDICT_WORD
+_ORDER = tuple(VERDICT_WORD)
+_CHECK_CLASS = {"passed": "ok", "failed": "bad", "error": "err", "skipped": "skip", "inconclusive": "unsure"}
 
 
 def h(value: Any) -> str:
@@ -298,7 +286,7 @@ def _checks(results: list[AssertionResult]) -> str:
     ]
     rows = []
     for a in results:
-        mark, cls = _CHECK[a.state]
+        mark, cls = CHECK_WORD[a.state], _CHECK_CLASS[a.state]
         where = f" (turn {h(a.on_turn)})" if a.on_turn is not None else ""
         cells = {
             "expected": f"<td><pre>{_value(a.expected) if a.expected is not None else ''}</pre></td>",

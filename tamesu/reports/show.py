@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.metrics import shown_metrics
 from tamesu.reports.junit import assertion_line
+from tamesu.reports.words import CHECK_WORD
 from tamesu.untrusted import paint, printable
 
 if TYPE_CHECKING:
@@ -28,12 +29,12 @@ _STYLE = {
     "quarantined": "blue",
     "inconclusive": "cyan",
 }
-_CHECK = {
-    "passed": ("PASS", "green"),
-    "failed": ("FAIL", "red"),
-    "error": ("ERROR", "yellow"),
-    "skipped": ("SKIPPED", "blue"),
-    "inconclusive": ("INCONCLUSIVE", "cyan"),
+_CHECK_STYLE = {
+    "passed": "green",
+    "failed": "red",
+    "error": "yellow",
+    "skipped": "blue",
+    "inconclusive": "cyan",
 }
 MAX_VALUE_CHARS = 2000
 
@@ -73,7 +74,7 @@ def render_run(
     if r.assertions:
         lines += ["", paint("assertions", "bold", color)]
         for a in r.assertions:
-            mark, style = _CHECK[a.state]
+            mark, style = CHECK_WORD[a.state], _CHECK_STYLE[a.state]
             text = a.name if a.passed and not a.message else assertion_line(a)
             lines.append(f"  {paint(f'{mark:<5}', style, color)} {printable(text)}")
     if transcript is not None and transcript.captures:

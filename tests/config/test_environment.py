@@ -223,15 +223,19 @@ def test_an_a11y_step_without_axe_core_is_a_warning_for_its_test_alone_naming_th
     monkeypatch.setattr(extras, "axe_file", lambda: installed["axe"])
     suite = write(tmp_path, targets=_WEB, tests=_A11Y_TESTS)
     found = by_path(warnings(suite))
-    browser = {path for path in found if "steps" in path or "web" in path}
+    browser = {path for path, w in found.items() if ("steps" in path or "web" in path) and w.kind != "model"}
     assert browser == {"tests[3].steps[2]"}, found
+    goal = found["tests[3].steps[1].goal"]
+    assert goal.kind == "model" and goal.message.startswith(
+        "a browser goal step needs a model: set models.browser_agent"
+    )
     a11y = found["tests[3].steps[2]"]
     assert a11y.message == (
         "axe-core is not installed: pip install 'tamesu[browser]' (axe-playwright-python carries it)"
     )
     assert a11y.tests == (3,) and a11y.kind == "adapter"
     installed["axe"] = tmp_path / "axe.min.js"
-    assert not [p for p in by_path(warnings(suite)) if "steps" in p]
+    assert [p for p, w in by_path(warnings(suite)).items() if "steps" in p and w.kind != "model"] == []
 
 
 _WEB = '  web: { type: browser, url: "http://127.0.0.1:9/" }'

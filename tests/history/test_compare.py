@@ -94,3 +94,32 @@ def test_the_comparison_renders_as_text_markdown_and_json() -> None:
     assert (
         data["changes"][0]["kind"] == "regression" and data["changes"][0]["pass_rate_change"]["significant"]
     )
+
+
+def test_a_test_that_failed_in_every_repeat_of_the_new_run_is_failing_not_flaky(tmp_path: Path) -> None:
+    db = HistoryDB(tmp_path / "h.db")
+    for n, outcomes in enumerate(["ppp", "ppp", "fff"]):
+        db.record(inv(row("refund", outcomes), inv_id=n + 1))
+    latest = db.invocation(db.invocations(limit=1)[0].id or 0)
+    c = compare(db.invocation(2), latest, history=db)
+    assert [x.test_id for x in c.of("regression")] == ["refund"]
+    assert c.flaky == [], "a regression, not flakiness"
+    db.record(inv(row("refund", "pfp"), inv_id=4))
+    again = db.invocation(db.invocations(limit=1)[0].id or 0)
+    assert compare(latest, again, history=db).flaky == [
+        ("shop / refund", "2 of 3 runs passed in one invocation")
+    ]
+
+
+def test_tests_a_filtered_run_did_not_select_are_not_called_removed() -> None:
+    a = inv(row("refund", "p"), row("greets", "p"), inv_id=1)
+    b = inv(row("refund", "p"), inv_id=2)
+    b.summary = {"selection": {"tags": ["smoke"]}}
+    c = compare(a, b)
+    assert c.of("removed") == [] and [x.test_id for x in c.of("unselected")] == ["greets"]
+    text = comparison_text(c)
+    assert "Removed tests: none" in text and "Not selected in the new run: 1" in text
+    assert comparison_json(c)["selection"] == {"tags": ["smoke"]}
+    unfiltered = compare(a, inv(row("refund", "p"), inv_id=3))
+    assert [x.test_id for x in unfiltered.of("removed")] == ["greets"]
+    assert "Not selected" not in comparison_text(unfiltered)

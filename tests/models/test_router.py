@@ -133,3 +133,36 @@ def test_missing_model_and_credentials_say_what_to_set() -> None:
     assert missing_credentials("openai/gpt-4.1-mini", environ={"OPENAI_API_KEY": "k"}) is None
     assert missing_credentials("ollama/llama3.2", environ={}) is None
     assert "unknown model provider 'nope'" in (missing_credentials("nope/x", environ={}) or "")
+
+
+async def test_a_model_without_its_key_fails_in_one_line_with_no_request_and_no_retry(
+    server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    r = ModelRouter(models(default="openai/gpt-4o-mini"))
+    with pytest.raises(ModelError) as caught:
+        await r.complete("browser_agent", [ChatMessage("user", "next action?")])
+    assert str(caught.value) == (
+        "the browser_agent cannot call a model here: openai/gpt-4o-mini needs an API key: set "
+        "OPENAI_API_KEY or models.credentials.openai"
+    )
+    assert caught.value.retryable is False and server.requests == [], "no request with a placeholder key"
+
+
+async def test_a_missing_models_extra_names_the_install_and_a_usable_fallback_still_answers(
+    server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tamesu import extras
+
+    monkeypatch.setitem(extras.MODEL_CLIENTS, "anthropic", "tamesu_t_absent_sdk")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    r = router(server, models(default="anthropic/claude-sonnet-4-6"))
+    with pytest.raises(
+        ModelError, match=r"needs tamesu_t_absent_sdk, which is not installed: pip install 'tamesu\[models\]'"
+    ):
+        await r.complete("scenario_generator", [ChatMessage("user", "write tests")])
+    server.queue(Reply(text="fine"))
+    r = router(server, models(default="anthropic/claude-sonnet-4-6", fallback=["scripted/main"]))
+    answer = await r.complete("simulator", [ChatMessage("user", "hi")])
+    assert answer.text == "fine" and len(server.requests) == 1

@@ -109,3 +109,23 @@ async def test_a_clean_run_writes_a_sarif_log_with_rules_and_no_results(
     jsonschema.Draft4Validator(sarif_schema()).validate(log)
     assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"]
     assert log["version"] == "2.1.0" and log["runs"][0]["invocations"][0]["executionSuccessful"]
+
+
+async def test_a_detector_without_a_judge_is_a_sarif_warning_not_an_all_clear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHOP_KEY", "k")
+    monkeypatch.setattr(
+        f"{__name__}.SUITE", SUITE.replace("[system_prompt_extraction, excessive_agency]", "[crescendo]")
+    )
+    code = await run_cli(tmp_path, "sound", "--sarif", str(tmp_path / "unjudged.sarif"), "-q")
+    assert code == 0
+    log = json.loads((tmp_path / "unjudged.sarif").read_text())
+    jsonschema.Draft4Validator(sarif_schema()).validate(log)
+    notes = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    policy = [n for n in notes if n["properties"]["test"] == "red_team/crescendo/policy_crescendo"]
+    assert [(n["level"], n["properties"]["state"]) for n in policy] == [("warning", "skipped")]
+    assert policy[0]["message"]["text"].endswith(
+        "skipped: needs a judge model (models.judge or models.default)"
+    )
+    assert log["runs"][0]["results"] == []
