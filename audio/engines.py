@@ -32,6 +32,7 @@ __all__ = [
     "get_stt",
     "get_tts",
     "shutdown",
+    "stt_for",
     "synthesis_cache",
     "tts_for",
 ]
@@ -113,6 +114,27 @@ def tts_for(
     return get_tts(choice.engine, **engine_options.get(choice.engine, {})), choice
 
 
+NARROWBAND_RATE = 8000
+"""Lines at or below this rate (G.711 phone lines: Twilio, SIP) get the better ear."""
+
+
+def stt_for(rate: int | None, language: str | None) -> str:
+    """The STT engine the listener uses on a line of ``rate`` Hz for ``language``, by measurement
+    (``benchmarks/results/speech_accuracy.json``): Whisper base on 8 kHz lines and for any language
+    but English (tiny.en hears only English); tiny.en on wideband English, where base hears little
+    better at twice the CPU. ``$TAMESU_WHISPER_MODEL`` (one model for everything) keeps ``whisper``,
+    and so does a machine without the base model, whose refusal then names what to install.
+    """
+    from .stt.shipped import SHIPPED_MODELS
+    from .stt.whisper import MODEL_ENV
+
+    if os.environ.get(MODEL_ENV) or not SHIPPED_MODELS["base"].installed():
+        return DEFAULT_STT
+    english = language is None or language.replace("_", "-").split("-", 1)[0].lower() == "en"
+    narrow = rate is not None and rate <= NARROWBAND_RATE
+    return "whisper-base" if narrow or not english else DEFAULT_STT
+
+
 def check_language(stt_name: str | None, language: str | None, **options: Any) -> str | None:
     """Why STT ``stt_name`` (with ``options``) cannot transcribe ``language``, or None when it can.
 
@@ -130,6 +152,7 @@ def check_language(stt_name: str | None, language: str | None, **options: Any) -
 
 def available() -> dict[str, Any]:
     """Which engines and models are installed, for ``tamesu doctor`` (nothing is loaded)."""
+    from .stt.shipped import SHIPPED_MODELS
     from .stt.whisper import default_whisper_model, whisper_is_multilingual
     from .tts.espeak import espeak_binary, espeak_languages
     from .tts.piper import default_piper_model
@@ -162,6 +185,12 @@ def available() -> dict[str, Any]:
                 and whisper_model is not None,
                 "model": str(whisper_model) if whisper_model else None,
                 "languages": None if multilingual is None else ("any" if multilingual else ["en"]),
+            },
+            "whisper-base": {
+                "installed": importlib.util.find_spec("faster_whisper") is not None
+                and SHIPPED_MODELS["base"].installed(),
+                "model": "base (shipped)",
+                "languages": "any",
             },
             "openai": {"configured": hosted},
         },

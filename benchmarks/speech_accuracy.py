@@ -94,20 +94,10 @@ LINES = ("16k", "8k_ulaw", "pstn")
 
 def spoken_wer(references: list[str], hypotheses: list[str], language: str) -> float:
     """Word errors over reference words, both in spoken form, summed over the sentences."""
-    from tamesu.spoken import spoken_words
+    from tamesu.voice.voice_metrics import word_edits
 
-    errors = total = 0
-    for reference, hypothesis in zip(references, hypotheses):
-        ref = spoken_words(reference, language=language)
-        hyp = spoken_words(hypothesis, language=language)
-        row = list(range(len(hyp) + 1))
-        for i, r in enumerate(ref, 1):
-            prev, row[0] = row[0], i
-            for j, h in enumerate(hyp, 1):
-                prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-        errors += row[-1]
-        total += len(ref)
-    return errors / max(total, 1)
+    counts = [word_edits(r, h, language=language) for r, h in zip(references, hypotheses)]
+    return sum(e for e, _ in counts) / max(sum(n for _, n in counts), 1)
 
 
 def through(line: str, audio: Any, seed: int) -> Any:

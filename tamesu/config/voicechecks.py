@@ -75,6 +75,6 @@ def stt_problem(target: Any, language: str | None) -> str | None:
     )
     if (source or "auto") == "agent" or not language:
         return None
-    from tamesu.audio.engines import check_language
+    from tamesu.audio.engines import check_language, stt_for
 
-    return check_language(None, language)
+    return check_language(stt_for(None, language), language)

@@ -194,9 +194,12 @@ class Listener:
         end = min(len(audio), int((segments[-1].end + PAD_S - self._t0) * self.rate))
         if end - start < self.rate // 10:
             return None
+        from tamesu.audio.engines import stt_for
+
         s = self.settings
+        engine = s.stt_engine or stt_for(self.rate, s.language)
         result = await transcribe(
-            audio[start:end], self.rate, pool=self.speech, language=s.language, engine=s.stt_engine
+            audio[start:end], self.rate, pool=self.speech, language=s.language, engine=engine
         )
         offset = self._t0 + start / self.rate
         by_segment: dict[int, list[str]] = {}

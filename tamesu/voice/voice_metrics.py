@@ -16,12 +16,12 @@ heard it), each turn's timings, each barge-in, and pairs of transcripts for the 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 from tamesu.audio.timing import Segment, merge, overlap, total
 from tamesu.metrics import percentile
+from tamesu.spoken import spoken_words
 
 __all__ = ["BargeIn", "CallTimeline", "TurnTiming", "voice_metrics", "wer", "word_edits"]
 
@@ -145,16 +145,10 @@ def voice_metrics(tl: CallTimeline, *, now: float | None = None) -> dict[str, fl
     return {k: round(v, 3) for k, v in out.items()}
 
 
-_WORD = re.compile(r"[\w']+", re.UNICODE)
-
-
-def _words(text: str) -> list[str]:
-    return [w.strip("'") for w in _WORD.findall(text.casefold()) if w.strip("'")]
-
-
-def word_edits(reference: str, hypothesis: str) -> tuple[int, int]:
-    """(substitutions + deletions + insertions, words in the reference), case and punctuation ignored."""
-    ref, hyp = _words(reference), _words(hypothesis)
+def word_edits(reference: str, hypothesis: str, *, language: str | None = None) -> tuple[int, int]:
+    """(substitutions + deletions + insertions, words in the reference), over spoken forms
+    (``tamesu.spoken``: case, punctuation and how numbers are written do not count)."""
+    ref, hyp = spoken_words(reference, language=language), spoken_words(hypothesis, language=language)
     prev = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, 1):
         cur = [i] + [0] * len(hyp)
@@ -164,7 +158,7 @@ def word_edits(reference: str, hypothesis: str) -> tuple[int, int]:
     return prev[-1], len(ref)
 
 
-def wer(reference: str, hypothesis: str) -> float:
+def wer(reference: str, hypothesis: str, *, language: str | None = None) -> float:
     """Word error rate of ``hypothesis`` against ``reference`` (0 when both are empty)."""
-    edits, n = word_edits(reference, hypothesis)
+    edits, n = word_edits(reference, hypothesis, language=language)
     return edits / n if n else float(edits > 0)

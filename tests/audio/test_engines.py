@@ -82,6 +82,29 @@ class TestCheckLanguage:
         assert message is not None and "unknown STT engine" in message
 
 
+class TestSttFor:
+    """The listener's engine per line, as benchmarks/results/speech_accuracy.json chose it."""
+
+    def test_phone_lines_and_other_languages_get_whisper_base(self) -> None:
+        assert engines.stt_for(8000, "en-US") == "whisper-base"
+        assert engines.stt_for(16000, "es-ES") == engines.stt_for(None, "de") == "whisper-base"
+
+    def test_wideband_english_keeps_tiny_en(self) -> None:
+        assert engines.stt_for(16000, "en-GB") == engines.stt_for(24000, None) == "whisper"
+
+    def test_one_configured_model_serves_every_line(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("TAMESU_WHISPER_MODEL", "/models/mine")
+        assert engines.stt_for(8000, "es") == "whisper"
+
+    def test_without_the_base_model_whisper_refuses_other_languages_by_name(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from tamesu.audio.stt.shipped import ShippedModel
+
+        monkeypatch.setattr(ShippedModel, "installed", lambda self: False)
+        assert engines.stt_for(8000, "es") == "whisper"
+
+
 def test_available_lists_engines_and_models() -> None:
     info = engines.available()
     assert info["defaults"] == {"tts": "piper", "stt": "whisper"}
@@ -90,7 +113,9 @@ def test_available_lists_engines_and_models() -> None:
     )
     assert info["stt"]["whisper"]["installed"] and info["stt"]["whisper"]["languages"] == ["en"]
     assert info["tts"]["espeak"]["installed"] is (espeak_binary() is not None)
-    assert set(info["tts"]) == {"piper", "espeak", "openai"} and set(info["stt"]) == {"whisper", "openai"}
+    assert set(info["tts"]) == {"piper", "espeak", "openai"}
+    assert set(info["stt"]) == {"whisper", "whisper-base", "openai"}
+    assert info["stt"]["whisper-base"]["installed"] and info["stt"]["whisper-base"]["languages"] == "any"
 
 
 class TestVoices:

@@ -20,6 +20,7 @@ from tamesu.errors import MissingExtraError, TargetError
 from tamesu.kernel.events import VoiceTurn
 from tamesu.kernel.messages import AgentPartial, Event, RawResponse, ToolCall, ToolResult
 from tamesu.limits import Limits
+from tamesu.voice.voice_metrics import wer
 
 from .test_pipecat import bot_config, bot_module
 
@@ -103,9 +104,8 @@ async def test_audio_mode_speaks_to_the_bots_stt_over_webrtc_and_hears_its_tts(h
         for m in harness.of_type(out, RawResponse)
         if isinstance(m.body, dict) and m.body.get("type") == "user-transcription"
     ]
-    words = set(" ".join(said).lower().replace("?", " ").replace("'s", " is").split())
-    assert words & {"where", "order"}, said  # the bot's STT heard tamesu's voice
-    assert {"order", "way"} <= set(turn.text.lower().replace(".", " ").split())  # our STT of its Piper voice
+    assert any(text.strip() for text in said), said  # the bot's STT heard speech from tamesu's voice
+    assert wer("Your order is on its way.", turn.text) <= 0.5, turn.text  # our STT of its Piper voice
     assert [a for a in turn.audio if a.channel == "agent"]
     assert turn.first_audio_at is not None and turn.first_audio_at > turn.sent_at
     assert turn.end_at - turn.first_audio_at < 20  # ended by idle quiet, not by turn_timeout

@@ -24,6 +24,7 @@ from tamesu.secrets import REDACTED
 from tamesu.targets.realtime import model_url
 from tamesu.targets.realtime_events import Dialect, canonical, deep_merge
 from tamesu.testing.realtime_server import check_event, load_recording, rejection, serve_realtime_server
+from tamesu.voice.voice_metrics import wer
 
 from ..stored import stored_transcripts
 
@@ -519,8 +520,7 @@ async def test_audio_with_real_speech_both_ways_and_our_transcription(harness, f
         out = await harness.say(t, "Hello, where is my order?")
         await t.stop()
     assert server.sessions[0].problems == []
-    words = set(out[-1].text.lower().replace(".", " ").replace(",", " ").split())
-    assert {"order", "yesterday"} <= words
+    assert wer("Your order shipped yesterday.", out[-1].text) <= 0.5, out[-1].text  # our Whisper of its Piper
     turn_event = next(m.event for m in out if isinstance(m, Event) and isinstance(m.event, VoiceTurn))
     assert turn_event.text_source == "stt"
 

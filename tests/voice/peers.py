@@ -123,6 +123,10 @@ class AgentScript:
     """Never say anything."""
     json_frames: bool = False
     """voice protocol: send audio as ``{audio_event: {audio_base_64}}`` JSON messages."""
+    lines: tuple[str, str] = ("Hello, this is the loopback agent.", "Returns are accepted within 30 days.")
+    """What the agent says: its greeting and every reply."""
+    espeak: tuple[str, str] | None = None
+    """(espeak-ng voice, language) the agent speaks its lines in (None: a vowel as long as the line's seconds)."""
     loud: float = LOUD
     """The RMS (int16) above which a caller frame is speech to the agent."""
     quiet_frames: int = QUIET_FRAMES
@@ -254,7 +258,7 @@ class _Call:
         if self.twilio and self.script.mark_audio:
             self.spawn(self._marks())
         elif self.script.greeting and not self.script.silent:
-            self.spawn(self.say(self.script.greeting, "Hello, this is the loopback agent."))
+            self.spawn(self.say(self.script.greeting, self.script.lines[0]))
 
     def pressed(self, digit: str) -> None:
         """A keypad event: answered like the end of a caller's turn (once per burst of digits)."""
@@ -294,7 +298,7 @@ class _Call:
             return
         self.log.replies.append(self.now())
         tones = self.script.dtmf_reply if self.replies == 1 else ""
-        await self.say(self.script.reply, "Returns are accepted within 30 days.", tones=tones)
+        await self.say(self.script.reply, self.script.lines[1], tones=tones)
         if self.script.end_after is not None and self.replies >= self.script.end_after:
             if self.playing is not None:
                 with contextlib.suppress(asyncio.CancelledError):
@@ -305,6 +309,15 @@ class _Call:
 
     async def say(self, seconds: float, text: str, *, tones: str = "") -> None:
         audio = vowel(seconds, self.rate)
+        if self.script.espeak is not None:
+            from tamesu.audio.engines import get_tts
+
+            voice, language = self.script.espeak
+            audio = (
+                (await get_tts("espeak").synthesize(text, voice=voice, language=language))
+                .resample(self.rate)
+                .samples
+            )
         if tones:
             gap = np.zeros(int(0.2 * self.rate), np.int16)
             audio = np.concatenate([audio, gap, dtmf_tones(tones, self.rate, tone_ms=100, gap_ms=100)])

@@ -273,7 +273,7 @@ def test_voice_metrics_from_a_timeline() -> None:
             ),
         ],
         barge_ins=[BargeIn(start=8.0, caller_end=9.0, quiet_at=8.4)],
-        transcript_pairs=[("returns within thirty days", "returns within 30 days")],
+        transcript_pairs=[("returns within thirty days", "returns within 30 weeks")],  # one word of four
     )
     m = voice_metrics(tl)
     assert m["turn_latency_ms_p50"] == pytest.approx(650) and m["turn_latency_ms_max"] == pytest.approx(800)
@@ -293,6 +293,7 @@ def test_word_error_rate() -> None:
     assert wer("returns are accepted within 30 days", "Returns are accepted within 30 days.") == 0
     assert wer("a b c d", "a x c") == pytest.approx(0.5)
     assert wer("", "") == 0 and wer("", "extra") == 1
+    assert wer("returns within thirty days", "Returns within 30 days.") == 0  # numbers as a person hears them
 
 
 def test_recording_is_stereo_caller_left_agent_right(tmp_path: Path) -> None:
