@@ -73,6 +73,9 @@ class InvocationResult:
     resumed: int = 0
     """Runs taken from the results of an earlier invocation (``--resume``)."""
     settings: dict[str, Any] = field(default_factory=dict)
+    capacity: list[dict[str, Any]] = field(default_factory=list)
+    """Each target that refused sessions for capacity: suite, target, concurrency (its limit at the
+    start), held (the limit it ended with) and refusals."""
 
     @property
     def counts(self) -> Counter[str]:
