@@ -116,9 +116,12 @@ class GoalAgent:
     async def _element(self, action: dict[str, Any]) -> Locator:
         """The element the action names (``browser_locate``); GoalFailed at once, naming the page's
         candidates, when nothing on the page matches."""
-        from tamesu.targets.browser_locate import locate
+        from tamesu.targets.browser_locate import NoElement, locate
 
-        return await locate(self.page, str(action.get("role") or ""), str(action.get("name") or ""))
+        try:
+            return await locate(self.page, str(action.get("role") or ""), str(action.get("name") or ""))
+        except NoElement as exc:
+            raise GoalFailed(str(exc)) from None
 
     async def _do(self, action: dict[str, Any]) -> None:
         from playwright.async_api import Error as PlaywrightError

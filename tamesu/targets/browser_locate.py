@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page
 
-__all__ = ["INTERACTIVE_ROLES", "MAX_CANDIDATES", "candidates", "locate", "loose_name"]
+__all__ = ["INTERACTIVE_ROLES", "MAX_CANDIDATES", "NoElement", "candidates", "locate", "loose_name"]
 
 INTERACTIVE_ROLES = (
     "button", "link", "textbox", "searchbox", "combobox", "checkbox", "radio", "switch", "tab",
@@ -30,6 +30,10 @@ MAX_CANDIDATES = 15
 _LINE = re.compile(r'^\s*- ([a-z]+)(?: "((?:[^"\\]|\\.)*)")?')
 
 
+class NoElement(LookupError):
+    """Nothing on the page matches the action; the message names the page's closest elements."""
+
+
 def loose_name(name: str) -> re.Pattern[str]:
     """``name`` as a whole accessible name, ignoring case and how the words are spaced."""
     words = name.split()
@@ -37,17 +41,15 @@ def loose_name(name: str) -> re.Pattern[str]:
 
 
 async def locate(page: Page, role: str, name: str) -> Locator:
-    """The first visible element the action names; GoalFailed listing the page's candidates when none."""
-    from tamesu.targets.browser_goal import GoalFailed
-
+    """The first visible element the action names; NoElement listing the page's candidates when none."""
     role, name = role.strip().lower(), " ".join(name.split())
     if not role and not name:
-        raise GoalFailed(await _nothing(page, "the action names no element (give its role and name)", ""))
+        raise NoElement(await _nothing(page, "the action names no element (give its role and name)", ""))
     for found in _tries(page, role, name):
         if await _visible(found):
             return found.filter(visible=True).first
     asked = f'{role or "element"} "{name}"' if name else role
-    raise GoalFailed(await _nothing(page, f"no element on the page matches {asked}", asked))
+    raise NoElement(await _nothing(page, f"no element on the page matches {asked}", asked))
 
 
 def _tries(page: Page, role: str, name: str) -> list[Locator]:
