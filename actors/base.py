@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tamesu.errors import BudgetExceeded, ModelError, SecretError, TargetError, TemplateError
+from tamesu.errors import BudgetExceeded, CapacityRefused, ModelError, SecretError, TargetError, TemplateError
 from tamesu.kernel.messages import ErrorMsg, Message, SessionEnd, decode, encode, is_control
 
 if TYPE_CHECKING:
@@ -167,7 +167,10 @@ def error_message(exc: BaseException, *, redactor: Redactor | None = None, at: f
         text, kind, retryable = f"{type(exc).__name__}: {exc}", "internal", False
     if redactor is not None:
         text = redactor.redact(text)
-    return ErrorMsg(message=text or type(exc).__name__, kind=kind, retryable=retryable, at=at)
+    wait = exc.retry_after if isinstance(exc, CapacityRefused) else None
+    return ErrorMsg(
+        message=text or type(exc).__name__, kind=kind, retryable=retryable, retry_after=wait, at=at
+    )
 
 
 class Actor:

@@ -172,6 +172,7 @@ class RunGraph:
             error=None if error is None else redactor.redact(error.message),
             error_kind=None if error is None else error.kind,
             retryable=False if error is None else error.retryable,
+            retry_after=None if error is None else error.retry_after,
         )
 
     def _agents_fault(self, error: ErrorMsg | None) -> str | None:
@@ -192,16 +193,18 @@ class RunGraph:
             return b""
         return json_bytes((self.transcript, self.results), enc_hook=str)
 
-    def _fail(self, message: str, kind: str, retryable: bool) -> None:
+    def _fail(self, message: str, kind: str, retryable: bool, retry_after: float | None = None) -> None:
         self._graded = False
         if self._error is None and self.recorder.error is None:
-            self._error = ErrorMsg(message=message, kind=kind, retryable=retryable, at=self.clock.now())
+            self._error = ErrorMsg(
+                message=message, kind=kind, retryable=retryable, retry_after=retry_after, at=self.clock.now()
+            )
             self.transcript.events.append(RunError(at=self.clock.now(), kind=kind, message=message))
         self.recorder.finish("error" if kind not in ("timeout", "cancelled") else kind)
 
     def _fail_exc(self, exc: BaseException, *, kind: str | None = None) -> None:
         msg = error_message(exc, redactor=self.services.redactor, at=self.clock.now())
-        self._fail(msg.message, kind or msg.kind, msg.retryable)
+        self._fail(msg.message, kind or msg.kind, msg.retryable, msg.retry_after)
 
     def _build(self) -> list[Actor]:
         """Session id, adapter, simulator and the actors around them; raises on a bad configuration."""

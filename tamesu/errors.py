@@ -13,6 +13,8 @@
     ├── TemplateError        a {{name}} that is not available where it is used
     ├── SecretError          a secret ref that cannot be resolved (never carries the value)
     ├── TargetError          the agent misbehaved or was unreachable: an infrastructure error
+    │   └── CapacityRefused  it turned the session away as full (websocket 1013, HTTP 429 / 503,
+    │                        SIP 503): the scheduler lowers its concurrency and tries again
     ├── HookError            a hook failed: an infrastructure error for the run it guards
     ├── ModelError           a model call failed after every retry and fallback
     ├── ClusterLost          the Ray cluster's head stopped answering mid-invocation: what finished
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "BudgetExceeded",
+    "CapacityRefused",
     "ClusterLost",
     "ConfigError",
     "ConfigErrors",
@@ -173,6 +176,26 @@ class TargetError(TamesuError):
         super().__init__(message)
         self.retryable = retryable
         self.kind = kind
+
+    def reworded(self, message: str) -> TargetError:
+        """The same error (its class and everything it carries) saying ``message``: a redacted copy."""
+        out = Exception.__new__(type(self))
+        out.args = (message,)
+        out.__dict__.update(self.__dict__)
+        return out
+
+
+class CapacityRefused(TargetError):
+    """The agent turned a session away because it is full, not because anything is wrong.
+
+    The scheduler lowers that target's concurrency for the rest of the invocation and starts the
+    run again when a slot frees (not before ``retry_after`` seconds, the agent's ``Retry-After``),
+    within the run's own timeout; only then is it an error.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message, retryable=True, kind="capacity")
+        self.retry_after = retry_after
 
 
 class HookError(TamesuError):

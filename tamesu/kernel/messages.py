@@ -76,6 +76,8 @@ class ErrorMsg(_Msg, tag="error", frozen=True):
     message: str
     kind: str = "agent"
     retryable: bool = True
+    retry_after: float | None = None
+    """kind "capacity": the seconds the agent asked to wait before another session (Retry-After)."""
 
 
 class FileRef(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -118,8 +118,10 @@ class GraphOutcome(msgspec.Struct, kw_only=True, gc=False):
     error: str | None = None
     """Set when the run is an infrastructure error (then ``results`` is empty)."""
     error_kind: str | None = None
-    """agent, adapter, config, model, budget, simulator, internal, timeout, cancelled, worker."""
+    """agent, capacity, adapter, config, model, budget, simulator, internal, timeout, cancelled, worker."""
     retryable: bool = False
+    retry_after: float | None = None
+    """error_kind "capacity": the seconds the agent asked to wait before another session."""
 
 
 class RunResult(msgspec.Struct, kw_only=True, gc=False):

@@ -120,6 +120,7 @@ def summary(result: InvocationResult) -> dict[str, Any]:
         "runs": len(result.results),
         "attempts": len(result.attempts),
         "agent_faults": agent_faults(_every_attempt(result)),
+        "capacity": result.capacity,
         "tests": [_test(t, runs=False) for t in result.tests],
         "findings": severity_counts(f for r in result.results for f in r.findings),
     }

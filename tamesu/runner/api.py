@@ -137,6 +137,7 @@ async def run_async(
             budget_exceeded=outcome.budget_exceeded,
             resumed=len(previous),
             settings=settings,
+            capacity=[held.to_dict() for held in outcome.capacity],
         )
         _write_reports(result, store, opts, redactor, project=project, note=reporter.note)
         from tamesu.runner.publish import publish

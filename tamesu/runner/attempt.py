@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
+from tamesu.runner.capacity import target_key
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
 from tamesu.runner.setup import Budget
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from tamesu.actors.placement import Placement
     from tamesu.kernel.outcome import AssertionResult, RunResult
     from tamesu.kernel.transcript import Transcript
+    from tamesu.runner.capacity import TargetCapacity
     from tamesu.runner.setup import SuiteSetup
     from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor
@@ -119,6 +121,7 @@ class _Answer:
     error: str | None = None
     kind: str | None = None
     retryable: bool = False
+    retry_after: float | None = None
 
 
 class Attempts:
@@ -133,8 +136,12 @@ class Attempts:
         redactor: Redactor | None = None,
         http: httpx.AsyncClient | None = None,
         note: Callable[[str], None] | None = None,
+        capacity: TargetCapacity | None = None,
     ) -> None:
         self.placement = placement
+        self.capacity = capacity
+        """The targets' slots: a run refused for capacity waits for one instead of failing (None:
+        a refusal is an error like any other, as in a load test, which measures it)."""
         self.setups = dict(setups or {})
         """SuiteSetup by suite path (``RunSpec.suite_path``)."""
         self.budget = budget or Budget()
@@ -163,14 +170,29 @@ class Attempts:
         failed ``before_all``) makes the run an error without starting it. ``ClusterLost`` (the Ray
         cluster is gone) is raised: no attempt of any run can go on."""
         attempt = 1
+        capacity = self.capacity
+        deadline = capacity.clock() + spec.timeout if capacity is not None else 0.0
         while True:
             transcript = None
             if setup_error is not None:
                 message = f"before_all hook failed: {setup_error}"
                 result, retryable = self.error_result(spec, message, "hook", attempt), False
             else:
+                if capacity is not None:
+                    await capacity.ready(spec, deadline)
                 sink.started(spec, attempt)
-                result, retryable, transcript = await self.attempt(spec, attempt)
+                result, retryable, transcript, retry_after = await self.attempt(spec, attempt)
+                if capacity is not None and capacity.refusal(spec, result, retryable) and not stopping():
+                    lowered = capacity.refused(spec, retry_after)
+                    if lowered:
+                        self.note(lowered)
+                    if await capacity.wait_for_slot(spec, deadline):
+                        continue  # not an attempt: the agent was full, and now has room
+                    result.error = (
+                        f"{result.error}; no session of {spec.target_name} freed within the run's timeout "
+                        f"({format_duration(spec.timeout)}, at most {capacity.limit(target_key(spec))} at once)"
+                    )
+                    retryable = False
             will_retry = retryable and attempt <= spec.retries and not stopping() and not self.over_budget()
             result.final = not will_retry
             result = redact_result(result, self.redactor)
@@ -179,11 +201,14 @@ class Attempts:
                 return result
             attempt += 1
 
-    async def attempt(self, spec: RunSpec, attempt: int) -> tuple[RunResult, bool, Transcript | None]:
+    async def attempt(
+        self, spec: RunSpec, attempt: int
+    ) -> tuple[RunResult, bool, Transcript | None, float | None]:
         """One attempt: before_each, the graph under the timeout, after_each.
 
         The flag says whether the attempt ended in a retryable infrastructure error (quarantined
-        runs included: a flaky network is retried before a quarantined test is excused).
+        runs included: a flaky network is retried before a quarantined test is excused); the last
+        item is the agent's Retry-After when it refused the session for capacity.
         """
         setup = self.setups.get(spec.suite_path)
         session = session_id(spec, setup)
@@ -210,14 +235,14 @@ class Attempts:
                 if problem is not None:
                     result = self.error_result(spec, problem, "hook", attempt)
                     result.started_at, result.duration = wall, time.monotonic() - started
-                    return result, True, None
+                    return result, True, None, None
         answer = await self._call_graph(spec, setup.secrets if setup is not None else None, ready)
         if setup is not None and setup.after_each:
             hooked = await run_hooks(setup.after_each, **self.hook_args(setup, spec, env, remote))
             if not hooked.ok:
                 self.note(f"{spec.run_id}: after_each hook failed: {hooked.hook}: {hooked.message}")
         result, retryable = self._result(spec, answer, attempt, wall, time.monotonic() - started)
-        return result, retryable, answer.transcript
+        return result, retryable, answer.transcript, answer.retry_after
 
     def hook_args(
         self,
@@ -258,7 +283,7 @@ class Attempts:
             retryable = bool(getattr(exc, "retryable", True))
             kind = getattr(exc, "kind", None) or "internal"
             text = str(exc) if isinstance(exc, TamesuError) else f"{type(exc).__name__}: {exc}"
-            return _Answer(None, [], text, kind, retryable)
+            return _Answer(None, [], text, kind, retryable, getattr(exc, "retry_after", None))
         error: Any = outcome.error
         kind = outcome.error_kind
         if isinstance(error, BaseException):
@@ -277,6 +302,7 @@ class Attempts:
             error,
             kind if error is not None else None,
             retryable and error is not None,
+            outcome.retry_after,
         )
 
     def _result(

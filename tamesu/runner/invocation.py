@@ -79,6 +79,9 @@ class InvocationResult:
     report: Path | None = None
     """The HTML report written into the run directory (None when it was turned off or failed)."""
     settings: dict[str, Any] = field(default_factory=dict)
+    capacity: list[dict[str, Any]] = field(default_factory=list)
+    """Each target that refused sessions for capacity: suite, target, concurrency (its limit at the
+    start), held (the limit it ended with) and refusals."""
 
     @property
     def counts(self) -> Counter[str]:

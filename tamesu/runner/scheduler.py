@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from tamesu.errors import ClusterLost
 from tamesu.runner.attempt import Attempts
+from tamesu.runner.capacity import HeldConcurrency, TargetCapacity, target_key
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.invocation import Reporter
 from tamesu.runner.results import ResultWriter, redact_result
@@ -50,6 +51,8 @@ class ScheduleOutcome:
     stopped_early: bool = False
     """``fail_fast`` stopped scheduling after a failure."""
     duration: float = 0.0
+    capacity: list[HeldConcurrency] = field(default_factory=list)
+    """The targets that refused sessions for capacity, and the concurrency each held."""
 
 
 @dataclass
@@ -84,6 +87,8 @@ class Scheduler:
         self.placement = placement
         self.concurrency = concurrency
         self.per_target = max(1, per_target or concurrency)
+        self.capacity = TargetCapacity(self.per_target)
+        """Runs in flight per target, and the limits learnt from targets that refused for capacity."""
         self.suites = dict(suites or {})
         """SuiteSetup by suite path (``RunSpec.suite_path``)."""
         self.store = store
@@ -96,6 +101,7 @@ class Scheduler:
             redactor=redactor,
             http=http,
             note=self.reporter.note,
+            capacity=self.capacity,
         )
         self.budget = self.attempts.budget
         self.fail_fast = fail_fast
@@ -126,21 +132,21 @@ class Scheduler:
         counts = Counter(spec.suite_path for spec in specs)
         self._states = {path: _SuiteState(remaining=n) for path, n in counts.items()}
         self.reporter.started(len(specs))
-        load: Counter[tuple[str, str]] = Counter()
+        capacity = self.capacity
         pending = iter(specs)
         waiting: list[RunSpec] = []
         ended = _Ended()
         try:
             while True:
                 while not self._stop and len(self._running) < self.concurrency:
-                    spec = self._next(pending, waiting, load)
+                    spec = self._next(pending, waiting)
                     if spec is None:
                         break
                     if self._over_budget():
                         self._stop = True
                         waiting.insert(0, spec)
                         break
-                    load[_target_key(spec)] += 1
+                    capacity.take(target_key(spec))
                     task = asyncio.create_task(self._run_spec(spec))
                     task.add_done_callback(ended.add)
                     self._running[task] = spec
@@ -148,7 +154,7 @@ class Scheduler:
                     break
                 for task in await ended.next():
                     spec = self._running.pop(task)
-                    load[_target_key(spec)] -= 1
+                    capacity.give(target_key(spec))
                     if not task.cancelled() and task.exception() is not None:
                         raise task.exception()  # type: ignore[misc]
         finally:
@@ -167,26 +173,29 @@ class Scheduler:
         reason = self._over_budget()
         if reason:
             self.reporter.note(f"budget exceeded: {reason}; no new runs were started")
+        held = capacity.held()
+        for target in held:
+            self.reporter.note(target.note())
         return ScheduleOutcome(
             results=list(self._results),
             interrupted=self._interrupted,
             budget_exceeded=reason,
             stopped_early=self._failed and self.fail_fast,
             duration=time.monotonic() - started,
+            capacity=held,
         )
 
-    def _next(
-        self, pending: Iterator[RunSpec], waiting: list[RunSpec], load: Counter[tuple[str, str]]
-    ) -> RunSpec | None:
+    def _next(self, pending: Iterator[RunSpec], waiting: list[RunSpec]) -> RunSpec | None:
         """The first planned run whose target has room; runs for busy targets wait their turn."""
+        room = self.capacity.has_room
         for i, spec in enumerate(waiting):
-            if load[_target_key(spec)] < self.per_target:
+            if room(target_key(spec)):
                 return waiting.pop(i)
         while len(waiting) < _LOOKAHEAD:
             new = next(pending, None)
             if new is None:
                 return None
-            if load[_target_key(new)] < self.per_target:
+            if room(target_key(new)):
                 return new
             waiting.append(new)
         return None
@@ -340,7 +349,3 @@ class _Ended:
                 self._wake = None
         tasks, self._tasks = self._tasks, []
         return tasks
-
-
-def _target_key(spec: RunSpec) -> tuple[str, str]:
-    return (spec.suite_path, spec.target_name)

@@ -31,6 +31,13 @@ EndReason = Literal["agent", "caller", "timeout", "error", "no_answer", "busy"]
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, REFER, NOTIFY, UPDATE, INFO"
 _CANCEL_WAIT = 4.0
 _SIGNAL = re.compile(r"Signal\s*=\s*([0-9*#A-Da-d])")
+_SECONDS = re.compile(r"\s*(\d{1,6})")
+
+
+def _retry_after(value: str) -> float | None:
+    """A SIP Retry-After (``120 (in a meeting);duration=60``): its seconds, or None."""
+    found = _SECONDS.match(value or "")
+    return float(found.group(1)) if found else None
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,9 @@ class SipCall:
         self.sdp_version = 1
         self.end_reason: EndReason | None = None
         self.end_detail = ""
+        self.full = False
+        """The agent answered 503: it has no room for another call now (``retry_after`` seconds)."""
+        self.retry_after: float | None = None
         self.unreachable = False
         """Nothing listens at the agent's address (ICMP port unreachable, TCP refused): not a call
         that ended, an agent that is not there."""
@@ -186,6 +196,9 @@ class SipCall:
             self._connected()
             return
         detail = f"{status} {response.reason}"
+        if status == 503:
+            self.full = True
+            self.retry_after = _retry_after(response.get("retry-after"))
         if status in (486, 600):
             self.end("busy", detail)
         elif status in (408, 480, 487):

@@ -143,7 +143,7 @@ class TargetAdapter(ABC):
 
     def redacted(self, exc: TargetError) -> TargetError:
         """The same error with every secret value of the run masked in its message."""
-        return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
+        return exc.reworded(self.ctx.redactor.redact(str(exc)))
 
     async def redacting(self, messages: AsyncIterator[Message]) -> AsyncIterator[Message]:
         """``messages`` (a turn of a call or of text), its errors with the run's secrets masked."""

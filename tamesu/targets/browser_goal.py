@@ -3,7 +3,9 @@
 Each round the model (role ``browser_agent``) is shown the goal, the page's address and its
 accessibility snapshot (roles and names, as a screen reader reads the page) and the actions taken
 so far, and answers with one action as JSON: click, fill or press on an element named by role and
-name, navigate, or done / give_up. Every action is an event of the run; at most
+name (found as ``browser_locate`` says, forgiving case and spacing; when nothing matches, the
+action fails at once and names the page's elements, so the next one can correct itself),
+navigate, or done / give_up. Every action is an event of the run; at most
 ``defaults.max_goal_steps`` actions are taken. Navigations pass the same allowed-domain gate as
 every request. The page's text reaches the model as data in the prompt, never as instructions.
 """
@@ -85,7 +87,7 @@ class GoalAgent:
                 record["ok"] = "true"
             except GoalFailed as exc:
                 record["ok"] = "false"
-                record["error"] = str(exc)[:300]
+                record["error"] = str(exc)[:1200]  # the candidates it names are for the next action
             self.actions.append(record)
             history.append(json.dumps(record))
         raise GoalFailed(f"the goal was not met within {self.max_steps} actions")
@@ -111,11 +113,15 @@ class GoalAgent:
             raise ModelError(f"the browser agent's answer is not an action: {str(data)[:200]}")
         return data
 
-    def _element(self, action: dict[str, Any]) -> Locator:
-        role, name = str(action.get("role") or ""), str(action.get("name") or "")
-        if not role:
-            raise GoalFailed("the action names no element role")
-        return self.page.get_by_role(role, name=name or None, exact=bool(name)).first  # type: ignore[arg-type]
+    async def _element(self, action: dict[str, Any]) -> Locator:
+        """The element the action names (``browser_locate``); GoalFailed at once, naming the page's
+        candidates, when nothing on the page matches."""
+        from tamesu.targets.browser_locate import NoElement, locate
+
+        try:
+            return await locate(self.page, str(action.get("role") or ""), str(action.get("name") or ""))
+        except NoElement as exc:
+            raise GoalFailed(str(exc)) from None
 
     async def _do(self, action: dict[str, Any]) -> None:
         from playwright.async_api import Error as PlaywrightError
@@ -123,12 +129,14 @@ class GoalAgent:
         kind, timeout = action["action"], ACTION_TIMEOUT * 1000
         try:
             if kind == "click":
-                await self._element(action).click(timeout=timeout)
+                await (await self._element(action)).click(timeout=timeout)
             elif kind == "fill":
-                await self._element(action).fill(str(action.get("text", "")), timeout=timeout)
+                await (await self._element(action)).fill(str(action.get("text", "")), timeout=timeout)
             elif kind == "press":
                 if action.get("role"):
-                    await self._element(action).press(str(action.get("key", "Enter")), timeout=timeout)
+                    await (await self._element(action)).press(
+                        str(action.get("key", "Enter")), timeout=timeout
+                    )
                 else:
                     await self.page.keyboard.press(str(action.get("key", "Enter")))
             elif kind == "navigate":

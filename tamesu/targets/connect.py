@@ -2,7 +2,9 @@
 
 Only what can get better by waiting is retried: a refused connection and a 5xx answer (and 408 /
 429), and a websocket the server closes as busy or restarting before the session began
-(``TRY_AGAIN_CLOSE_CODES``, checked by ``WsLink``). Any other answer is the agent's real answer
+(``TRY_AGAIN_CLOSE_CODES``, checked by ``WsLink``). A refusal because the agent is full (429, 503,
+close 1013) waits at least its ``Retry-After`` and ends as a ``CapacityRefused``, which the
+scheduler answers by lowering the target's concurrency. Any other answer is the agent's real answer
 and goes back to the caller. Every retried attempt is counted in the run's ``AgentFaults``. After
 the last attempt the ``TargetError`` says what happened and where, with secrets redacted.
 """
@@ -20,7 +22,7 @@ import msgspec
 
 from tamesu.clock import within
 from tamesu.durations import format_duration, parse_duration
-from tamesu.errors import TargetError
+from tamesu.errors import CapacityRefused, TargetError
 from tamesu.http import charset_of, describe_http_error, is_connect_error, is_timeout
 from tamesu.templates import render, render_text
 
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
 
 __all__ = [
+    "CAPACITY_STATUSES",
+    "FULL_CLOSE_CODE",
     "RETRY_STATUSES",
     "TRY_AGAIN_CLOSE_CODES",
     "ConnectPolicy",
@@ -47,8 +51,10 @@ __all__ = [
     "read_limited",
     "render_call",
     "request",
+    "retry_after_seconds",
     "retrying",
     "snippet",
+    "status_retry",
     "stream",
     "websocket_closed",
 ]
@@ -58,6 +64,9 @@ RETRY_STATUSES = frozenset({408, 429})
 
 TRY_AGAIN_CLOSE_CODES: dict[int, str] = {1001: "Going Away", 1012: "Service Restart", 1013: "Try Again Later"}
 """Websocket close codes that, before a session began, mean "not now": the attempt is retried."""
+
+FULL_CLOSE_CODE = 1013
+"""The close code of a server that is full (Try Again Later): a capacity refusal."""
 
 T = TypeVar("T")
 
@@ -96,12 +105,51 @@ class Retry(Exception):
     """Raised inside an attempt to ask for another one.
 
     The final error reads ``{what} after N attempts: {detail}`` (detail: the start of a body).
+    ``capacity`` marks a refusal because the agent is full (HTTP 429 / 503, websocket 1013): the
+    wait honours its ``retry_after``, and the final error is a ``CapacityRefused``.
     """
 
-    def __init__(self, what: str, detail: str = "") -> None:
+    def __init__(
+        self, what: str, detail: str = "", *, capacity: bool = False, retry_after: float | None = None
+    ) -> None:
         super().__init__(what)
         self.what = what
         self.detail = detail
+        self.capacity = capacity
+        self.retry_after = retry_after
+
+
+CAPACITY_STATUSES = frozenset({429, 503})
+"""HTTP answers that turn a session away because the agent is full."""
+
+MAX_RETRY_AFTER = 600.0
+"""The longest Retry-After honoured (the run's own timeout bounds any wait anyway)."""
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header (seconds, or an HTTP date) as seconds from now; None when absent or unreadable."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return min(float(text), MAX_RETRY_AFTER)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    import time
+
+    return max(0.0, min(when.timestamp() - time.time(), MAX_RETRY_AFTER))
+
+
+def status_retry(status: int, headers: Any, body: str = "") -> Retry:
+    """The ``Retry`` of a retryable HTTP answer; 429 and 503 are capacity refusals with their Retry-After."""
+    if status in CAPACITY_STATUSES:
+        wait = retry_after_seconds(headers.get("retry-after") if headers is not None else None)
+        return Retry(f"agent answered {status}", body, capacity=True, retry_after=wait)
+    return Retry(f"agent answered {status}", body)
 
 
 async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[[], Awaitable[T]]) -> T:
@@ -118,14 +166,15 @@ async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[
             last = exc
         if n < policy.attempts:
             ctx.faults.note_message(last.what)
-            await ctx.clock.sleep(policy.delay(n))
+            await ctx.clock.sleep(max(policy.delay(n), last.retry_after or 0.0))
     if last is None:
         last = Retry("no attempt made")
     tries = "attempt" if policy.attempts == 1 else "attempts"
     detail = f": {last.detail}" if last.detail else ""
-    raise TargetError(
-        ctx.redactor.redact(f"{last.what} after {policy.attempts} {tries}{detail}"), retryable=True
-    )
+    text = ctx.redactor.redact(f"{last.what} after {policy.attempts} {tries}{detail}")
+    if last.capacity:
+        raise CapacityRefused(text, retry_after=last.retry_after)
+    raise TargetError(text, retryable=True)
 
 
 @dataclass(slots=True)
@@ -235,7 +284,7 @@ async def request(
             raise _redacted(ctx, _transport_failure(exc, call, limit)) from None
         _keep_cookies(ctx, call, resp.status_code, resp.headers.get_list("set-cookie"))
         if _retryable_status(resp.status_code):
-            raise Retry(f"agent answered {resp.status_code}", snippet(resp.text))
+            raise status_retry(resp.status_code, resp.headers, snippet(resp.text))
         return resp
 
     return await retrying(ctx, policy, attempt)
@@ -267,7 +316,7 @@ async def stream(
             except Exception:
                 body = ""
             await resp.aclose()
-            raise Retry(f"agent answered {resp.status_code}", snippet(body))
+            raise status_retry(resp.status_code, resp.headers, snippet(body))
         return resp
 
     resp = await retrying(ctx, policy, attempt)
@@ -335,7 +384,9 @@ async def fetch(
         if "Set-Cookie" in answer.headers:
             _keep_cookies(ctx, call, answer.status, answer.headers.getall("Set-Cookie"))
         if _retryable_status(answer.status):
-            raise Retry(f"agent answered {answer.status}", snippet(answer.content.decode("utf-8", "replace")))
+            raise status_retry(
+                answer.status, answer.headers, snippet(answer.content.decode("utf-8", "replace"))
+            )
         return answer
 
     answer = await retrying(ctx, policy, attempt)
@@ -381,7 +432,7 @@ def _plain_json(value: Any) -> bool:
 
 def _redacted(ctx: TargetContext, exc: Exception) -> Exception:
     if isinstance(exc, TargetError):
-        return TargetError(ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
+        return exc.reworded(ctx.redactor.redact(str(exc)))
     return exc
 
 
@@ -494,7 +545,7 @@ async def connect_websocket(
         status = exc.response.status_code
         body = snippet(exc.response.body.decode("utf-8", "replace")) if exc.response.body else ""
         if _retryable_status(status):
-            raise Retry(f"agent answered {status}", body) from None
+            raise status_retry(status, exc.response.headers, body) from None
         raise TargetError(
             ctx.redactor.redact(f"websocket handshake at {url} answered {status}: {body}").rstrip(": "),
             retryable=False,

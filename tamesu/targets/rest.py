@@ -250,7 +250,7 @@ class RestAdapter(TargetAdapter):
         return builder.add(payload, extract, status=status, size=len(text))
 
     def _redacted(self, exc: TargetError) -> TargetError:
-        return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
+        return exc.reworded(self.ctx.redactor.redact(str(exc)))
 
 
 def decode_payload(

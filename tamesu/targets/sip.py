@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.config.targets.sip import SipTarget
 from tamesu.durations import parse_duration
-from tamesu.errors import TargetError
+from tamesu.errors import CapacityRefused, TargetError
 from tamesu.kernel.events import CallEnded, CallHeld, CallTransferred, SipTrace
 from tamesu.kernel.messages import AgentTurn, Dtmf, Event, Message, UserTurn
 from tamesu.targets.base import TargetAdapter, target
@@ -203,6 +203,11 @@ class SipAdapter(TargetAdapter):
         await call.dial(request_uri, ring_timeout=ring)
         if call.unreachable:
             raise TargetError(f"the SIP call to {request_uri}: {call.end_detail}")
+        if call.full:
+            raise CapacityRefused(
+                f"the agent at {request_uri} refused the call for capacity ({call.end_detail})",
+                retry_after=call.retry_after,
+            )
 
     async def _await_call(self) -> None:
         """Listen, have the trigger make the agent call, and answer its INVITE."""

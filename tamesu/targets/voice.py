@@ -222,7 +222,7 @@ class VoiceAdapter(TargetAdapter):
         return found
 
     def _redacted(self, exc: TargetError) -> TargetError:
-        return TargetError(self.ctx.redactor.redact(str(exc)), retryable=exc.retryable, kind=exc.kind)
+        return exc.reworded(self.ctx.redactor.redact(str(exc)))
 
 
 def _encode(payload: Any) -> str:

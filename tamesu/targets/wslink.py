@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.clock import within
 from tamesu.errors import TargetError
 from tamesu.targets.connect import (
+    FULL_CLOSE_CODE,
     TRY_AGAIN_CLOSE_CODES,
     Retry,
     connect_websocket,
@@ -139,6 +140,7 @@ class WsLink(Inbox):
                 raise Retry(
                     f"the agent at {self.url} refused the session (it closed the websocket with {why})",
                     BUSY_HINT,
+                    capacity=code == FULL_CLOSE_CODE,
                 ) from None
 
         await retrying(self.ctx, policy, attempt)

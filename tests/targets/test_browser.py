@@ -557,6 +557,37 @@ async def test_a_goal_step_lets_the_browser_agent_act_on_the_accessibility_snaps
     assert results[0].message == "The page thanks Marta"
 
 
+async def test_the_browser_agent_finds_elements_named_loosely_and_hears_what_the_page_has(
+    harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
+) -> None:
+    from tamesu.testing.model_server import Reply, serve_model_server
+
+    _, url = shop
+    steps = [
+        {"goal": "Subscribe to the newsletter as marta@example.com"},
+        {"action": {"assert_text": {"ref": "#thanks", "text": "Thanks, marta@example.com"}}},
+    ]
+    async with serve_model_server() as server:
+        server.queue(
+            Reply(json={"action": "fill", "name": "EMAIL", "text": "marta@example.com", "reason": "no role"}),
+            Reply(json={"action": "click", "role": "button", "name": "Sign up now", "reason": "guess"}),
+            Reply(json={"action": "click", "role": "link", "name": "  subscribe ", "reason": "loosely"}),
+            Reply(json={"action": "done", "reason": "The page thanks Marta"}),
+        )
+        page = Page(harness, {"url": url, "browser": {"recording": "off"}}, steps, tmp_path)
+        page.adapter.ctx.models = scripted_router(server)
+        out = await page.open()
+    actions = events_of(out, BrowserAction)
+    assert [(a.action, a.ok) for a in actions] == [("fill", True), ("click", False), ("click", True)]
+    error = actions[1].error or ""
+    assert error.startswith('no element on the page matches button "Sign up now"; the page has: ')
+    assert 'button "Subscribe"' in error and 'link "Your account"' in error
+    told = server.requests[2]["messages"][-1]["content"]
+    assert "the page has: " in told, "the model's next prompt carries the candidates"
+    results = page.adapter.results()
+    assert [(r.kind, r.passed) for r in results] == [("goal", True), ("assert_text", True)]
+
+
 async def test_a_goal_not_met_within_max_goal_steps_fails_the_run(
     harness: Harness, shop: tuple[WebShop, str], tmp_path: Path
 ) -> None:

@@ -461,6 +461,38 @@ async def test_several_tests_against_one_bot_pass_at_the_default_concurrency(tmp
     assert result.exit_code == 0
 
 
+@pytest.mark.integration
+async def test_a_bot_that_serves_one_session_gets_one_at_a_time_without_any_connect_settings(
+    tmp_path: Path,
+) -> None:
+    """The bot's websocket server turns the second client away with 1013: tamesu lowers the
+    target's concurrency to one, queues its runs and reports the concurrency it held."""
+    from tamesu.runner.api import run_async
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "suite: one-bot\n"
+        "targets:\n"
+        '  bot: { type: pipecat, url: "${BOT_URL}", idle: 300ms }\n'
+        "tests:\n"
+        + "".join(
+            f"  - {{ name: t{i}, target: bot, scenario: {{ script: [ {{ say: hello }} ] }}, assert: [ {{ contains: OK }} ] }}\n"
+            for i in range(3)
+        )
+    )
+    report = tmp_path / "report.json"
+    async with running_bot("text", forever=True) as (url, _llm):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("BOT_URL", url)
+            result = await run_async(suite, output=tmp_path / "runs", json=report)
+    assert [r.outcome for r in result.results] == ["passed"] * 3, [r.error for r in result.results]
+    assert [r.attempt for r in result.results] == [1, 1, 1]
+    assert result.exit_code == 0
+    [held] = result.capacity
+    assert (held["target"], held["concurrency"], held["held"]) == ("bot", 4, 1) and held["refusals"] >= 1
+    assert json.loads(report.read_text())["capacity"] == result.capacity
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("source", ["agent", "stt"])
 async def test_audio_mode_speaks_to_the_bots_vad_and_stt_and_hears_its_tts(harness, source: str) -> None:

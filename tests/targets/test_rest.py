@@ -231,6 +231,43 @@ async def test_which_statuses_are_retried(serve, harness, status: int, tries: in
     assert len(seen) == tries
 
 
+@pytest.mark.timing
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_full_agent_is_a_capacity_refusal_and_its_retry_after_is_waited(
+    serve, harness, status: int
+) -> None:
+    from tamesu.errors import CapacityRefused
+
+    seen: list[float] = []
+
+    async def full(request: web.Request) -> web.Response:
+        seen.append(asyncio.get_running_loop().time())
+        return web.Response(status=status, text="no room", headers={"Retry-After": "1"})
+
+    app = web.Application()
+    app.router.add_post("/chat", full)
+    url = await serve(app)
+    t = await harness.target({"url": url + "/chat", "connect": {"attempts": 2, "backoff": "10ms"}})
+    with pytest.raises(CapacityRefused) as err:
+        await harness.say(t, "x")
+    assert str(err.value) == f"agent answered {status} after 2 attempts: no room"
+    assert (err.value.retry_after, err.value.kind) == (1.0, "capacity")
+    assert len(seen) == 2 and seen[1] - seen[0] >= 1.0, "the second try waited for Retry-After"
+
+
+def test_retry_after_is_read_as_seconds_or_an_http_date() -> None:
+    import time
+    from email.utils import formatdate
+
+    from tamesu.targets.connect import retry_after_seconds
+
+    assert retry_after_seconds("7") == 7.0
+    assert retry_after_seconds("86400") == 600.0, "bounded"
+    later = retry_after_seconds(formatdate(time.time() + 30, usegmt=True))
+    assert later is not None and 25 <= later <= 30
+    assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+
+
 async def test_slow_agent_is_a_timeout(serve, harness) -> None:
     release = asyncio.Event()
 

@@ -132,6 +132,22 @@ async def test_a_call_refused_with_a_4xx_is_a_refusal_of_the_turn(calls: Calls, 
 
 
 @needs_sipp
+async def test_a_full_agent_answering_503_refuses_the_call_for_capacity_with_its_retry_after(
+    calls: Calls, sipp: object
+) -> None:
+    from tamesu.errors import CapacityRefused
+
+    agent = await sipp("full.xml")  # type: ignore[operator]
+    with pytest.raises(CapacityRefused) as info:
+        await calls.target({"type": "sip", "to": agent.uri})
+    assert (
+        str(info.value) == f"the agent at {agent.uri} refused the call for capacity (503 Service Unavailable)"
+    )
+    assert (info.value.retry_after, info.value.kind, info.value.retryable) == (2.0, "capacity", True)
+    assert await agent.done() == 0, "SIPp saw the ACK of its 503"
+
+
+@needs_sipp
 async def test_an_agent_that_never_answers_is_cancelled_at_the_ring_timeout(
     calls: Calls, sipp: object
 ) -> None:
