@@ -90,10 +90,8 @@ def _pick(args: argparse.Namespace, history: HistoryDB | None) -> tuple[Invocati
 
 
 def run(args: argparse.Namespace) -> int:
-    from tamesu.commands.history import open_history
+    from tamesu.commands.history import open_history, print_skipped
     from tamesu.errors import UsageError
-    from tamesu.history import HistoryError, compare
-    from tamesu.history.render import comparison_json, comparison_markdown, comparison_text
 
     try:
         history, window = open_history(args.db)
@@ -101,6 +99,17 @@ def run(args: argparse.Namespace) -> int:
         if not (args.a and _is_run_dir(args.a) and (args.b is None or _is_run_dir(args.b))):
             raise
         history, window = None, 10  # two run directories need no history
+    try:
+        return _compared(args, history, window)
+    finally:
+        print_skipped(history)
+
+
+def _compared(args: argparse.Namespace, history: HistoryDB | None, window: int) -> int:
+    from tamesu.errors import UsageError
+    from tamesu.history import HistoryError, compare
+    from tamesu.history.render import comparison_json, comparison_markdown, comparison_text
+
     try:
         a, b = _pick(args, history)
     except HistoryError as exc:

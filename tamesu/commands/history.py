@@ -15,7 +15,7 @@ from tamesu.untrusted import table
 if TYPE_CHECKING:
     from tamesu.history import HistoryDB, Invocation
 
-__all__ = ["add_arguments", "open_history", "run"]
+__all__ = ["add_arguments", "open_history", "print_skipped", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,12 +55,27 @@ def open_history(db: str | None) -> tuple[HistoryDB, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    history, _ = open_history(args.db)
+    try:
+        return _listing(args, history)
+    finally:
+        print_skipped(history)
+
+
+def print_skipped(history: HistoryDB | None) -> None:
+    """Name on stderr each row the command left out because tamesu did not write it."""
+    from tamesu.untrusted import printable
+
+    for note in history.skipped if history is not None else []:
+        print(f"note: {printable(note)}", file=sys.stderr)
+
+
+def _listing(args: argparse.Namespace, history: HistoryDB) -> int:
     from tamesu.errors import UsageError
     from tamesu.history import HistoryError
     from tamesu.history.render import describe
     from tamesu.untrusted import printable
 
-    history, _ = open_history(args.db)
     try:
         invocations = history.invocations(limit=args.limit, suites=split_list(args.suite) or None)
         if args.test:

@@ -3,7 +3,9 @@
 Both speak the same schema through one small connection shape (``Db``): queries are written once
 with ``?`` placeholders and rows come back as dicts. PostgreSQL is reached with psycopg (the
 ``history-server`` extra), imported only when a ``postgresql://`` URL is used. A URL's password is
-never shown: ``display_name`` masks it, and every error message passes through ``masked``.
+never shown: ``display_name`` masks it, and every error message passes through ``masked``. A URL
+whose user or password holds an unencoded ``@`` or ``/`` is refused before libpq reads it: libpq
+and ``urlsplit`` split it differently, so no mask could be sure to cover the password.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
+    "AMBIGUOUS",
     "Db",
     "HistoryError",
     "connect_postgres",
@@ -39,10 +42,27 @@ def is_server_url(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(_SCHEMES)
 
 
+def ambiguous(location: str | Path) -> bool:
+    """A server URL that libpq splits otherwise than ``urlsplit``: an ``@`` or ``/`` left
+    unencoded in its user or password (libpq ends the password at the first ``@``)."""
+    if not is_server_url(location):
+        return False
+    parts = urlsplit(str(location))
+    return parts.netloc.count("@") > 1 or "@" in parts.path
+
+
+AMBIGUOUS = (
+    "the history URL is not shown: its user or password holds an unencoded '@' or '/' "
+    "(percent-encode them: '@' as %40, '/' as %2F)"
+)
+
+
 def display_name(location: str | Path) -> str:
     """The location as messages may show it: a server URL without its password."""
     if not is_server_url(location):
         return str(location)
+    if ambiguous(location):
+        return str(location).split("://", 1)[0] + "://***"
     parts = urlsplit(str(location))
     if parts.password is None:
         return str(location)
@@ -151,6 +171,8 @@ def connect_postgres(url: str) -> Iterator[Db]:
         raise MissingExtraError(
             "a server history database needs psycopg: pip install 'tamesu[history-server]'"
         ) from None
+    if ambiguous(url):
+        raise HistoryError(AMBIGUOUS)
     name = display_name(url)
     try:
         with psycopg.connect(url, connect_timeout=10) as conn, conn.transaction():

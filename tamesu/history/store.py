@@ -32,6 +32,7 @@ from tamesu.history.backends import (
     is_server_url,
     schema_sql,
 )
+from tamesu.untrusted import storable_text
 
 __all__ = ["SCHEMA_VERSION", "HistoryDB", "HistoryError", "Invocation", "RunRow", "TestRow"]
 
@@ -176,6 +177,8 @@ class HistoryDB:
         self.location: str | Path = location if is_server_url(location) else Path(location)
         self.name = display_name(location)
         """What messages call it (a URL without its password)."""
+        self.skipped: list[str] = []
+        """Rows tamesu did not write (unreadable), named and left out of what was read."""
 
     def exists(self) -> bool:
         """Whether there is anything to read (a server is assumed to be there)."""
@@ -223,8 +226,8 @@ class HistoryDB:
                 " git_branch, git_dirty, argv, tamesu_version, counts, cost_usd, tokens, kind, summary)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
-                    inv.started_at, inv.duration, inv.exit_code, json.dumps(inv.suites), inv.suite_key,
-                    inv.run_dir, inv.git_commit, inv.git_branch,
+                    inv.started_at, inv.duration, inv.exit_code, json.dumps(inv.suites), _text(inv.suite_key),
+                    _text(inv.run_dir), inv.git_commit, _text(inv.git_branch),
                     None if inv.git_dirty is None else int(inv.git_dirty), json.dumps(inv.argv),
                     inv.tamesu_version, json.dumps(inv.counts), inv.cost_usd, inv.tokens, inv.kind,
                     json.dumps(inv.summary) if inv.summary else None,
@@ -235,15 +238,15 @@ class HistoryDB:
                 "INSERT INTO tests (invocation_id, suite, test_id, target, verdict, passed, runs, repeats,"
                 " pass_threshold, duration, tags, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (inv_id, t.suite, t.test_id, t.target, t.verdict, t.passed, t.runs, t.repeats,
+                    (inv_id, _text(t.suite), _text(t.test_id), _text(t.target), t.verdict, t.passed, t.runs, t.repeats,
                      t.pass_threshold, t.duration, json.dumps(t.tags), seq)
                     for seq, t in enumerate(inv.tests)
                 ],
             )  # fmt: skip
             runs = {
                 (t.suite, r.run_id): (
-                    inv_id, t.suite, t.test_id, r.run_id, r.repeat_index, r.attempt, r.outcome, r.duration,
-                    r.error_kind, float(r.metrics.get("llm_cost_usd", 0.0) or 0.0), json.dumps(r.metrics),
+                    inv_id, _text(t.suite), _text(t.test_id), _text(r.run_id), r.repeat_index, r.attempt,
+                    r.outcome, r.duration, _text(r.error_kind), float(r.metrics.get("llm_cost_usd", 0.0) or 0.0), json.dumps(r.metrics),
                 )
                 for t in inv.tests
                 for r in t.run_rows
@@ -277,17 +280,47 @@ class HistoryDB:
             query += " LIMIT ?"
             args.append(limit)
         with self._connect(write=False) as db:
-            return [_invocation(row) for row in db.rows(query, args)]
+            return self._readable(db.rows(query, args), _invocation, "invocations")
 
     def invocation(self, inv_id: int, *, with_tests: bool = True) -> Invocation:
         with self._connect(write=False) as db:
             found = db.rows("SELECT * FROM invocations WHERE id = ?", (inv_id,))
             if not found:
                 raise HistoryError(f"no invocation {inv_id} in {self.name}")
-            inv = _invocation(found[0])
+            [inv] = self._readable(found, _invocation, "invocations") or [None]
+            if inv is None:
+                raise HistoryError(f"{self.name}: {self.skipped[-1]}")
             if with_tests:
-                inv.tests = _tests(db, inv_id)
+                inv.tests = self._tests(db, inv_id)
         return inv
+
+    def _readable(self, rows: list[dict[str, Any]], read: Any, table: str) -> list[Any]:
+        """``read(row)`` of each row; one that tamesu did not write (a NULL, text that is not JSON)
+        is named in ``skipped`` instead of ending the command."""
+        out = []
+        for row in rows:
+            try:
+                out.append(read(row))
+            except (TypeError, ValueError, KeyError) as exc:
+                key = ", ".join(
+                    f"{k}={row[k]!r}"[:80] for k in ("id", "invocation_id", "test_id", "run_id") if k in row
+                )
+                self.skipped.append(
+                    f"skipped a row of {table} tamesu did not write ({key}): {type(exc).__name__}: {exc}"[
+                        :300
+                    ]
+                )
+        return out
+
+    def _tests(self, db: Db, inv_id: int) -> list[TestRow]:
+        rows = db.rows("SELECT * FROM tests WHERE invocation_id = ? ORDER BY seq", (inv_id,))
+        tests = {(t.suite, t.test_id): t for t in self._readable(rows, _test, "tests")}
+        query = "SELECT * FROM runs WHERE invocation_id = ? ORDER BY repeat_index, run_id"
+        for row in db.rows(query, (inv_id,)):
+            test = tests.get((row["suite"], row["test_id"]))
+            if test is not None:
+                test.run_rows.extend(self._readable([row], _run, "runs"))
+        return list(tests.values())
 
     def verdicts(self, suite: str, test_id: str, *, limit: int) -> list[tuple[int, str, int, int]]:
         """(invocation id, verdict, passed, runs) of one test in its latest ``limit`` invocations."""
@@ -304,11 +337,11 @@ class HistoryDB:
 def _invocation(row: dict[str, Any]) -> Invocation:
     return Invocation(
         id=int(row["id"]),
-        suites=json.loads(row["suites"]),
-        started_at=row["started_at"],
-        duration=row["duration"],
-        exit_code=row["exit_code"],
-        counts=json.loads(row["counts"]),
+        suites=[str(x) for x in json.loads(row["suites"])],
+        started_at=float(row["started_at"]),
+        duration=float(row["duration"]),
+        exit_code=int(row["exit_code"]),
+        counts=dict(json.loads(row["counts"])),
         run_dir=row["run_dir"],
         git_commit=row["git_commit"],
         git_branch=row["git_branch"],
@@ -322,34 +355,36 @@ def _invocation(row: dict[str, Any]) -> Invocation:
     )
 
 
-def _tests(db: Db, inv_id: int) -> list[TestRow]:
-    tests: dict[tuple[str, str], TestRow] = {}
-    for row in db.rows("SELECT * FROM tests WHERE invocation_id = ? ORDER BY seq", (inv_id,)):
-        tests[(row["suite"], row["test_id"])] = TestRow(
-            suite=row["suite"],
-            test_id=row["test_id"],
-            verdict=row["verdict"],
-            passed=row["passed"],
-            runs=row["runs"],
-            repeats=row["repeats"],
-            pass_threshold=row["pass_threshold"],
-            duration=row["duration"],
-            target=row["target"] or "",
-            tags=json.loads(row["tags"]),
-        )
-    query = "SELECT * FROM runs WHERE invocation_id = ? ORDER BY repeat_index, run_id"
-    for row in db.rows(query, (inv_id,)):
-        test = tests.get((row["suite"], row["test_id"]))
-        if test is not None:
-            test.run_rows.append(
-                RunRow(
-                    run_id=row["run_id"],
-                    repeat_index=row["repeat_index"],
-                    outcome=row["outcome"],
-                    duration=row["duration"],
-                    metrics=json.loads(row["metrics"]),
-                    attempt=row["attempt"],
-                    error_kind=row["error_kind"],
-                )
-            )
-    return list(tests.values())
+def _text(value: str | None) -> str | None:
+    """Text as both databases can hold it: PostgreSQL takes no NUL, and UTF-8 no lone surrogate
+    (a test named by an agent's case file may hold either); written as visible escapes."""
+    if value is None:
+        return None
+    return storable_text(value).replace("\x00", "\\x00")
+
+
+def _test(row: dict[str, Any]) -> TestRow:
+    return TestRow(
+        suite=str(row["suite"]),
+        test_id=str(row["test_id"]),
+        verdict=str(row["verdict"]),
+        passed=int(row["passed"]),
+        runs=int(row["runs"]),
+        repeats=int(row["repeats"]),
+        pass_threshold=float(row["pass_threshold"]),
+        duration=float(row["duration"]),
+        target=row["target"] or "",
+        tags=list(json.loads(row["tags"])),
+    )
+
+
+def _run(row: dict[str, Any]) -> RunRow:
+    return RunRow(
+        run_id=str(row["run_id"]),
+        repeat_index=int(row["repeat_index"]),
+        outcome=str(row["outcome"]),
+        duration=float(row["duration"]),
+        metrics=dict(json.loads(row["metrics"])),
+        attempt=int(row["attempt"]),
+        error_kind=row["error_kind"],
+    )

@@ -9,16 +9,18 @@ the server within ``call_timeout``.
 
 What the server answers is part of the system under test: a tool result (``isError`` ones too,
 as ``{"error": TEXT}``) goes back to the model and into the transcript. A server that cannot be
-started or reached, exits, hangs past ``call_timeout`` or answers a JSON-RPC error ends the run as
-an infrastructure error whose message carries the tail of the server's stderr, redacted.
+started or reached, exits, hangs past ``call_timeout``, writes what is not JSON-RPC or answers a
+JSON-RPC error ends the run as an infrastructure error whose message carries the tail of the
+server's stderr, redacted. It is bounded like any agent: a stdio message is read within
+``limits.answer_size`` before it is parsed (``mcp_stdio``), the tool list within ``MAX_TOOLS``
+and ``answer_size``, and at most ``MAX_OFFERED`` tools go to the model.
 """
 
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from tamesu.config.targets.mcp import McpTarget
 from tamesu.durations import format_duration, parse_duration
@@ -26,8 +28,9 @@ from tamesu.errors import MissingExtraError, TargetError, TemplateError
 from tamesu.limits import LimitExceeded, decode_json, payload_size
 from tamesu.targets.base import target
 from tamesu.targets.connect import ConnectPolicy, Retry, open_session, retrying
+from tamesu.targets.mcp_stdio import TOO_LARGE, StdioPipe, bounded_stdio
 from tamesu.targets.model import ModelAdapter
-from tamesu.untrusted import storable_text
+from tamesu.untrusted import printable, storable_text
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -42,6 +45,10 @@ OPEN_TIMEOUT = 30.0
 """How long a server has to start and answer the protocol handshake."""
 MAX_TOOL_PAGES = 100
 """tools/list pages read at most (a server that paginates forever cannot hang the run)."""
+MAX_TOOLS = 1000
+"""Tools a server may list, over all its pages."""
+MAX_OFFERED = 128
+"""Tools offered to the model at most (what OpenAI's API takes); ``allow_tools`` picks fewer."""
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
 
@@ -62,11 +69,14 @@ class McpLink:
     context and the others only send requests through it.
     """
 
-    def __init__(self, ctx: TargetContext, *, where: str, stderr: IO[bytes] | None = None) -> None:
+    def __init__(self, ctx: TargetContext, *, where: str, pipe: StdioPipe | None = None) -> None:
         self.ctx = ctx
         self.where = where
         """The server as error messages name it (its command or its URL)."""
-        self.stderr = stderr
+        self.pipe = pipe
+        """A stdio server's transport: its stderr's tail, a message being read."""
+        if pipe is not None:
+            pipe.on_invalid = self._not_json_rpc
         self.client: Client | None = None
         self._ready: asyncio.Future[None] | None = None
         self._closing = asyncio.Event()
@@ -85,6 +95,12 @@ class McpLink:
             error = self.error(f"no MCP handshake within {format_duration(timeout)}", retryable=True)
             await self.close()
             raise error from None
+
+    def _not_json_rpc(self, line: str) -> None:
+        """The server wrote a line that is not JSON-RPC: a handshake waiting for it fails now."""
+        if self._ready is not None and not self._ready.done():
+            error = self.error(f"its output is not JSON-RPC: {printable(line[:120])!r}", retryable=False)
+            self._ready.set_exception(error)
 
     async def _hold(self, make: Any) -> None:
         assert self._ready is not None
@@ -113,9 +129,6 @@ class McpLink:
                 await asyncio.wait_for(task, 10.0)
             except BaseException:
                 task.cancel()
-        if self.stderr is not None:
-            self.stderr.close()
-            self.stderr = None
 
     def live(self) -> Client:
         if self.client is None:
@@ -124,15 +137,9 @@ class McpLink:
 
     def stderr_tail(self) -> str:
         """The end of the server's stderr so far (stdio servers), as storable text."""
-        if self.stderr is None or self.stderr.closed:
+        if self.pipe is None:
             return ""
-        try:
-            end = self.stderr.seek(0, 2)
-            self.stderr.seek(max(0, end - STDERR_TAIL * 4))
-            text = self.stderr.read().decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
-        return storable_text(text[-STDERR_TAIL:].strip())
+        return storable_text(self.pipe.stderr_text()[-STDERR_TAIL:].strip())
 
     def error(self, what: str, *, retryable: bool, kind: str = "agent") -> TargetError:
         """A redacted TargetError about the server, with the tail of its stderr when there is one."""
@@ -143,6 +150,8 @@ class McpLink:
     def failure(self, exc: Exception, what: str) -> TargetError:
         """The TargetError for an SDK exception raised while doing ``what``."""
         code = getattr(exc, "code", None)
+        if code == TOO_LARGE:
+            return self.ctx.limits.too_large(f"the answer of MCP server {self.where} while {what}")
         if code == _CONNECTION_CLOSED:
             return self.error(f"the connection closed while {what} (did the server exit?)", retryable=True)
         if code == _REQUEST_TIMEOUT:
@@ -154,13 +163,19 @@ class McpLink:
 
     async def tools(self) -> list[Any]:
         """Every tool the server lists (all pages)."""
-        client, out, cursor = self.live(), [], None
+        client, out, cursor, size = self.live(), [], None, 0
+        limits = self.ctx.limits
         for _ in range(MAX_TOOL_PAGES):
             try:
                 page = await client.list_tools(cursor=cursor)
             except Exception as exc:
                 raise self.failure(exc, "listing its tools") from None
             out.extend(page.tools)
+            size += sum(len(tool.model_dump_json()) for tool in page.tools)
+            if len(out) > MAX_TOOLS:
+                raise self.error(f"it lists more than {MAX_TOOLS} tools", retryable=False, kind="limit")
+            if size > limits.answer_size:
+                raise limits.too_large(f"the tool list of MCP server {self.where}")
             cursor = page.next_cursor
             if not cursor:
                 break
@@ -174,20 +189,24 @@ class McpLink:
                 client.call_tool(name, args, read_timeout_seconds=timeout), timeout + 1.0
             )
         except asyncio.TimeoutError:
-            raise self.error(
-                f"no answer to tool {name} within {format_duration(timeout)}", retryable=True
-            ) from None
+            raise self._late(name, timeout) from None
         except Exception as exc:
             if getattr(exc, "code", None) == _REQUEST_TIMEOUT:
-                raise self.error(
-                    f"no answer to tool {name} within {format_duration(timeout)} (call_timeout)",
-                    retryable=True,
-                ) from None
+                raise self._late(name, timeout) from None
             raise self.failure(exc, f"calling tool {name}") from None
         answer = tool_answer(result, depth=self.ctx.limits.json_depth)
         if payload_size(answer) > self.ctx.limits.answer_size:
             raise self.ctx.limits.too_large(f"the answer of tool {name} from MCP server {self.where}")
         return answer
+
+    def _late(self, name: str, timeout: float) -> TargetError:
+        """No result within ``call_timeout``: the server was silent, or its answer was still arriving."""
+        took = format_duration(timeout)
+        if self.pipe is not None and self.pipe.partial:
+            return self.error(
+                f"the answer to tool {name} took longer than call_timeout ({took}) to read", retryable=True
+            )
+        return self.error(f"no answer to tool {name} within {took} (call_timeout)", retryable=True)
 
 
 def tool_answer(result: Any, *, depth: int) -> Any:
@@ -269,6 +288,15 @@ class McpAdapter(ModelAdapter):
                 await self.stop()
                 raise error
         chosen = [t for t in listed if allowed is None or t.name in allowed]
+        if len(chosen) > MAX_OFFERED:
+            error = self.link.error(
+                f"it offers {len(chosen)} tools; a model is given at most {MAX_OFFERED}: name those to "
+                "offer in allow_tools",
+                retryable=False,
+                kind="config",
+            )
+            await self.stop()
+            raise error
         self.server_tools = {t.name for t in chosen}
         self.specs = [
             ToolSpec(
@@ -282,21 +310,17 @@ class McpAdapter(ModelAdapter):
         from tamesu.templates import render_text
 
         mcp = _sdk()
-        from mcp.client.stdio import stdio_client
-
         scope = self.ctx.scope
         command = render_text(self.config.command or "", scope)
-        params = mcp.StdioServerParameters(
-            command=command,
-            args=[render_text(a, scope) for a in self.config.args or []],
-            env={k: render_text(v, scope) for k, v in (self.config.env or {}).items()},
-            cwd=str(Path(self.ctx.suite_dir)),
-        )
-        stderr = tempfile.TemporaryFile()
-        link = McpLink(self.ctx, where=command, stderr=stderr)
+        args = [render_text(a, scope) for a in self.config.args or []]
+        env = {k: render_text(v, scope) for k, v in (self.config.env or {}).items()}
+        pipe = StdioPipe(limit=self.ctx.limits.answer_size)
+        link = McpLink(self.ctx, where=command, pipe=pipe)
 
         def make() -> Any:
-            return mcp.Client(stdio_client(params, errlog=cast(Any, stderr)))
+            return mcp.Client(
+                bounded_stdio(command, args, env=env, cwd=str(Path(self.ctx.suite_dir)), pipe=pipe)
+            )
 
         try:
             await link.open(make)

@@ -117,3 +117,28 @@ def test_a_broken_history_is_a_warning_and_never_fails_the_run(
     assert "note: history not recorded:" in out
     assert ("locked" if damage == "locked" else "not a database") in out
     assert "2 passed, 0 failed, 0 errors" in out
+
+
+def test_a_row_tamesu_did_not_write_is_named_and_skipped(
+    project: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, url = project
+    assert run_suite(root, url, "Hello") == 0
+    assert run_suite(root, url, "Goodbye") == 1
+    with sqlite3.connect(root / ".tamesu" / "history.db") as db:
+        db.execute(
+            "INSERT INTO invocations (id, started_at, duration, exit_code, suites, suite_key, counts)"
+            " VALUES (99, 1, 1, 0, '[\"shop\"]', 'shop', 'not json')"
+        )
+        db.execute("UPDATE tests SET tags = '{broken' WHERE invocation_id = 1 AND test_id = 'greets'")
+    capsys.readouterr()
+    assert main(["--color", "never", "history"]) == 0
+    out, err = capsys.readouterr()
+    assert "skipped a row of invocations tamesu did not write (id=99)" in err
+    assert len([line for line in out.splitlines() if line.split()[:1] in (["1"], ["2"])]) == 2
+    assert main(["--color", "never", "diff"]) == 0
+    out, err = capsys.readouterr()
+    assert (
+        "greets" in out
+        and "skipped a row of tests tamesu did not write (invocation_id=1, test_id='greets')" in err
+    )
