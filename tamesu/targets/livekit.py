@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from tamesu.config.targets.livekit import LivekitTarget
 from tamesu.durations import parse_duration
 from tamesu.errors import MissingExtraError, TargetError
-from tamesu.kernel.messages import AgentTurn, Dtmf, Message, RawResponse, UserTurn
+from tamesu.kernel.messages import AgentTurn, Dtmf, Message, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
 from tamesu.targets.connect import ConnectPolicy, open_session
 from tamesu.templates import render_text
@@ -33,12 +33,18 @@ if TYPE_CHECKING:
     from tamesu.voice.session import VoiceSession
 
     from .livekit_audio import RoomAudio
+    from .livekit_jobs import JobReader
     from .livekit_link import AgentText, RoomLink
 
 __all__ = ["LivekitAdapter", "api_url", "mint_token"]
 
 SETTLE_S = 0.5
 """Quiet after a complete message that ends a text turn (an agent may answer in several)."""
+GREETING_WAIT_S = 3.0
+"""Text mode: how long a LiveKit Agents agent (one with ``lk.agent.state``) has, once joined, to
+start a greeting (to think, speak or send text) before the caller speaks first."""
+LISTENING_S = 0.5
+"""Text mode: an agent listening this long after it joined is not greeting."""
 
 
 def api_url(url: str) -> str:
@@ -76,6 +82,8 @@ class LivekitAdapter(TargetAdapter):
         self.audio: RoomAudio | None = None
         self.session: VoiceSession | None = None
         self.room_name = ""
+        self.jobs: JobReader | None = None
+        """The room's dispatches as the server keeps them (with api_key and api_secret)."""
         self._relay: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
@@ -139,14 +147,50 @@ class LivekitAdapter(TargetAdapter):
             settings = VoiceSettings.build(config, ctx, encoding="pcm16", rate=RATE)
             self.session = VoiceSession(settings, ctx, self.audio)
             self.audio.session = self.session
+        if config.api_key and config.api_secret:
+            from .livekit_jobs import JobReader
+
+            scope = ctx.scope
+            self.jobs = JobReader(
+                url=api_url(url),
+                api_key=render_text(config.api_key, scope),
+                api_secret=render_text(config.api_secret, scope),
+                room=self.room_name,
+            )
         await link.connect(url, token)
         if config.dispatch is not None:
             await self._dispatch(url, config.dispatch.agent_name)
-        await link.wait_for_agent(parse_duration(config.join_timeout))
+        try:
+            await link.wait_for_agent(parse_duration(config.join_timeout))
+        except TargetError as exc:
+            problems = await self.jobs.problems() if self.jobs is not None else []
+            if not problems:
+                raise
+            raise TargetError(f"{exc}: {'; '.join(problems)}", retryable=exc.retryable) from None
+        if self.mode == "text" and link.runs_agents:
+            self.agent_speaks_first = await self._greets()  # type: ignore[misc]
         if self.audio is not None and self.session is not None:
+            session = self.session
+            link.on_state = lambda state: session.heard_answering(state == "thinking")
             await self.audio.publish()
             await self.session.start()
             self._relay = asyncio.ensure_future(self._relay_to_session())
+
+    async def _greets(self) -> bool:
+        """Text mode: whether the agent greets (see ``GREETING_WAIT_S``), read from its state."""
+        link, clock = self.link, self.ctx.clock
+        assert link is not None
+        deadline = clock.now() + GREETING_WAIT_S
+        while link.queue.empty() and link.state not in ("thinking", "speaking"):
+            listening = link.state == "listening"
+            wait = min(LISTENING_S if listening else GREETING_WAIT_S, deadline - clock.now())
+            link.state_changed.clear()
+            try:
+                await asyncio.wait_for(link.state_changed.wait(), max(wait, 0.0))
+            except asyncio.TimeoutError:
+                if listening or clock.now() >= deadline:
+                    return not link.queue.empty()
+        return True
 
     async def _dispatch(self, url: str, agent_name: str) -> None:
         config, scope = self.config, self.ctx.scope
@@ -181,8 +225,13 @@ class LivekitAdapter(TargetAdapter):
                 session.heard_transcript(value.text)
             elif kind == "dtmf":
                 session.heard_message(Dtmf(digits=value, direction="received", at=now), activity=False)
+            elif kind in ("tool", "tool_result"):
+                session.heard_message(value, activity=False)
+            elif kind == "problem":
+                session.heard_message(RawResponse(body={"error": value}, at=now), activity=False)
             elif kind == "left":
-                session.closed(1000, value)
+                failure = await self._job_failure()
+                session.closed(1000 if failure is None else 1011, failure or value)
                 return
 
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
@@ -197,33 +246,51 @@ class LivekitAdapter(TargetAdapter):
         assert link is not None
         sent_at = clock.now()
         if user is not None:
-            if link.left is not None and link.queue.empty():
-                raise TargetError(f"the conversation has ended ({link.left})")
+            if link.left is not None:
+                failure = await self._job_failure()
+                raise TargetError(
+                    f"the conversation has ended ({link.left}{f': {failure}' if failure else ''})"
+                )
             data = user.data
-            if data is not None and set(data) == {"dtmf"}:
-                await link.send_dtmf(str(data["dtmf"]))
-                yield Dtmf(digits=str(data["dtmf"]), at=clock.now())
-            else:
-                await link.send_text(turn_text(user, "livekit", "text"))
+            try:
+                if data is not None and set(data) == {"dtmf"}:
+                    await link.send_dtmf(str(data["dtmf"]))
+                    yield Dtmf(digits=str(data["dtmf"]), at=clock.now())
+                else:
+                    await link.send_text(turn_text(user, "livekit", "text"))
+            except TargetError as exc:
+                failure = await self._job_failure()
+                raise TargetError(f"{exc}: {failure}") if failure else exc from None
         said: list[str] = []
         heard = False
         first_at: float | None = None
         done = False
         deadline = sent_at + self.ctx.turn_timeout
         while True:
-            wait = SETTLE_S if heard else deadline - clock.now()
+            wait = 0.0 if done else SETTLE_S if heard else deadline - clock.now()
             try:
                 kind, value = await asyncio.wait_for(link.queue.get(), max(wait, 0.0))
             except asyncio.TimeoutError:
-                if heard:
+                if heard or done:
                     break
                 raise TargetError(
                     f"no answer from the agent within {self.ctx.turn_timeout:g}s in room {self.room_name}"
                 ) from None
             now = clock.now()
             if kind == "left":
+                failure = await self._job_failure()
+                if failure is not None:
+                    raise TargetError(f"{value} in room {self.room_name}: {failure}")
                 done = True
-                break
+                await link.settle(SETTLE_S)  # what it was still sending as it left, then the turn ends
+                continue
+            if kind in ("tool", "tool_result"):
+                call: ToolCall | ToolResult = value
+                yield call
+                continue
+            if kind == "problem":
+                yield RawResponse(body={"error": value}, at=now)
+                continue
             if kind == "dtmf":
                 heard = True
                 first_at = first_at or now
@@ -245,6 +312,13 @@ class LivekitAdapter(TargetAdapter):
             end_at=clock.now(),
             at=clock.now(),
         )
+
+    async def _job_failure(self) -> str | None:
+        """Why the agent's job failed, when the server says it did (see ``livekit_jobs``)."""
+        link = self.link
+        if self.jobs is None or link is None or link.agent is None:
+            return None
+        return await self.jobs.failure(str(link.agent.identity))
 
     async def stop(self) -> None:
         if self._relay is not None:

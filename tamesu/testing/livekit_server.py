@@ -40,12 +40,15 @@ from livekit.protocol import rtc as proto
 from .livekit_peer import Peer
 from .livekit_room import Member, Room, sid
 from .livekit_sip import LoopbackSip
+from .livekit_workers import Workers
 from .rtp_relay import AudioRelay
 
 __all__ = ["JobRequest", "LivekitServer", "serve_livekit_server"]
 
 MAX_SIGNAL_BYTES = 1 << 20
 """The largest signalling message the server reads."""
+DEPARTURE_TIMEOUT = 2.0
+"""Seconds a room of worker jobs stays open once only agents are left in it (LiveKit's is 20 s)."""
 PROTOCOL = 16
 
 
@@ -78,17 +81,32 @@ class LivekitServer:
         """What the server refused or could not read (tests assert it stays empty)."""
         self.media_probe: Callable[[str, str, Any], None] | None = None
         """Called with (room, identity, RTP packet) for every audio packet the server forwards."""
-        self._jobs: set[asyncio.Task[None]] = set()
+        self._jobs: set[asyncio.Task[Any]] = set()
         self.sip = LoopbackSip(self)
         """Outbound SIP trunks and the calls bridged into rooms (``livekit_sip``)."""
+        self.workers = Workers(self)
+        """Agent workers connected on ``/agent`` and the dispatches waiting for them (``livekit_workers``)."""
+        self.departure_timeout = DEPARTURE_TIMEOUT
+        self._closing: dict[str, asyncio.TimerHandle] = {}
 
     def register_agent(self, name: str, fn: AgentFn) -> None:
         """An agent the server dispatches: by ``name`` on request, or into every new room when ''."""
         self.agents[name] = fn
 
-    def token(self, identity: str, room: str, *, kind: str = "standard", **grants: Any) -> str:
+    def token(
+        self,
+        identity: str,
+        room: str,
+        *,
+        kind: str = "standard",
+        name: str = "",
+        metadata: str = "",
+        attributes: dict[str, str] | None = None,
+        **grants: Any,
+    ) -> str:
         """A join token for ``identity`` in ``room`` signed with this server's secret."""
         token = api.AccessToken(self.api_key, self.api_secret).with_identity(identity).with_kind(kind)  # type: ignore[arg-type]
+        token = token.with_name(name).with_metadata(metadata).with_attributes(attributes or {})
         return token.with_grants(api.VideoGrants(room_join=True, room=room, **grants)).to_jwt()
 
     def verify(self, token: str) -> api.access_token.Claims:
@@ -99,12 +117,13 @@ class LivekitServer:
         room = self.rooms.get(name)
         if room is None:
             room = self.rooms[name] = Room(name, metadata=metadata)
-            if "" in self.agents:
+            if "" in self.agents or self.workers.named(""):
                 self.dispatch("", name)
         return room
 
     def dispatch(self, agent_name: str, room: str, metadata: str = "") -> agent_dispatch.AgentDispatch:
-        """Record a dispatch of ``agent_name`` into ``room`` and start the agent when registered."""
+        """Record a dispatch of ``agent_name`` into ``room`` and start the agent: the in-process one
+        registered by that name, else a worker's (now, or once one registers)."""
         self.room(room)
         dispatch = agent_dispatch.AgentDispatch(
             id=sid("AD"), agent_name=agent_name, room=room, metadata=metadata
@@ -124,7 +143,38 @@ class LivekitServer:
             task = asyncio.ensure_future(self._run_job(fn, job))
             self._jobs.add(task)
             task.add_done_callback(self._jobs.discard)
+        else:
+            self.workers.dispatch(dispatch)
         return dispatch
+
+    async def close_room(self, name: str) -> bool:
+        """Close the room called ``name``: everyone is told to leave and workers end their jobs there."""
+        pending = self._closing.pop(name, None)
+        if pending is not None:
+            pending.cancel()
+        room = self.rooms.pop(name, None)
+        if room is None:
+            return False
+        await self.workers.terminate(name)
+        await room.close()
+        return True
+
+    def _left(self, room: Room) -> None:
+        """Someone left: a room of worker jobs with only agents left closes after the departure
+        timeout, as LiveKit closes it, so the jobs end rather than pile up in their workers."""
+        if not self.workers.jobs_in(room.name) or room.name in self._closing:
+            return
+        if any(m.info.kind != models.ParticipantInfo.AGENT for m in room.members.values()):
+            return
+
+        def close() -> None:
+            self._closing.pop(room.name, None)
+            if not any(m.info.kind != models.ParticipantInfo.AGENT for m in room.members.values()):
+                task = asyncio.ensure_future(self.close_room(room.name))
+                self._jobs.add(task)
+                task.add_done_callback(self._jobs.discard)
+
+        self._closing[room.name] = asyncio.get_running_loop().call_later(self.departure_timeout, close)
 
     async def _run_job(self, fn: AgentFn, job: JobRequest) -> None:
         try:
@@ -188,6 +238,7 @@ class LivekitServer:
                 await self._request(room, member, msg.data)
         finally:
             await room.leave(member)
+            self._left(room)
         return ws
 
     def _probed(self, room: Room, member: Member, relay: AudioRelay) -> AudioRelay:
@@ -272,7 +323,14 @@ class LivekitServer:
             return web.Response(status=401, text="invalid token")
         return web.Response(text="success")
 
+    async def health(self, request: web.Request) -> web.Response:
+        """``GET /``: 200 OK, as livekit-server answers it, so scripts can wait for the server."""
+        return web.Response(text="OK")
+
     async def close(self) -> None:
+        for handle in self._closing.values():
+            handle.cancel()
+        await self.workers.close()
         await self.sip.close()
         for room in list(self.rooms.values()):
             await room.close()
@@ -284,19 +342,21 @@ class LivekitServer:
 
 @asynccontextmanager
 async def serve_livekit_server(
-    *, api_key: str = "devkey", api_secret: str | None = None, host: str = "127.0.0.1"
+    *, api_key: str = "devkey", api_secret: str | None = None, host: str = "127.0.0.1", port: int = 0
 ) -> AsyncIterator[LivekitServer]:
-    """Run a loopback LiveKit server on ``host`` (port 0) for the duration of the block."""
+    """Run a loopback LiveKit server on ``host`` and ``port`` (0: any free one) for the duration of the block."""
     from .livekit_twirp import twirp_routes
 
     server = LivekitServer(api_key=api_key, api_secret=api_secret)
     app = web.Application(client_max_size=MAX_SIGNAL_BYTES)
+    app.router.add_get("/", server.health)
     app.router.add_get("/rtc", server.signal)
+    app.router.add_get("/agent", server.workers.serve)
     app.router.add_get("/rtc/validate", server.validate)
     app.router.add_routes(twirp_routes(server))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, 0)
+    site = web.TCPSite(runner, host, port)
     await site.start()
     port = runner.addresses[0][1]
     server.url = f"ws://{host}:{port}"

@@ -68,9 +68,7 @@ def _methods(server: LivekitServer) -> dict[str, tuple[type[Message], Handler]]:
 
     async def delete_room(req: room_pb.DeleteRoomRequest, grants: Any) -> Message:
         _need(grants, "room_create")
-        room = server.rooms.pop(req.room, None)
-        if room is not None:
-            await room.close()
+        await server.close_room(req.room)
         return room_pb.DeleteRoomResponse()
 
     async def list_participants(req: room_pb.ListParticipantsRequest, grants: Any) -> Message:

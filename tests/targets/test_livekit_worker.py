@@ -1,0 +1,140 @@
+"""The livekit target against a real LiveKit Agents worker (``livekit-agents``, examples/livekit_agent).
+
+The worker is its own process, started as a team starts it (``python agent.py dev`` with
+LIVEKIT_URL and keys), and registers with the loopback server over the worker protocol; its
+``AgentSession`` runs the rules LLM with one function tool and LiveKit's own EndCallTool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("livekit.rtc")
+pytest.importorskip("livekit.agents")
+pytest.importorskip("aiortc")
+
+from livekit.protocol import agent as agent_pb
+
+from tamesu.errors import TargetError
+from tamesu.kernel.messages import AgentTurn, ToolCall, ToolResult, UserTurn
+from tamesu.testing.livekit_server import LivekitServer, serve_livekit_server
+
+from ..voice.peers import Calls, calls, collect
+from .livekit_worker import agent_worker
+
+__all__ = ["calls"]
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[LivekitServer]:
+    async with serve_livekit_server() as s:
+        yield s
+
+
+def room(server: LivekitServer, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "livekit",
+        "url": server.url,
+        "api_key": "{{secrets.LK_KEY}}",
+        "api_secret": "{{secrets.LK_SECRET}}",
+        "join_timeout": "60s",
+        **extra,
+    }
+
+
+def keys(server: LivekitServer) -> dict[str, str]:
+    return {"LK_KEY": server.api_key, "LK_SECRET": server.api_secret}
+
+
+def jobs(server: LivekitServer, room_name: str) -> list[agent_pb.Job]:
+    return [job for d in server.dispatches.get(room_name, []) for job in d.state.jobs]
+
+
+async def test_a_worker_registers_is_dispatched_greets_and_calls_its_tool(
+    server: LivekitServer, calls: Calls, tmp_path: Path
+) -> None:
+    async with agent_worker(server, tmp_path):
+        target = await calls.target(
+            room(server, room="shop-{{session}}"), secrets=keys(server), turn_timeout=30
+        )
+        assert target.agent_speaks_first, "the session's state said it was greeting"
+        greeting = (await collect(target, None))[-1]
+        assert (
+            isinstance(greeting, AgentTurn)
+            and greeting.text.strip() == "Hello, this is the returns desk. How can I help?"
+        )
+        asked = (await collect(target, UserTurn(text="I want to return a jacket")))[-1]
+        assert isinstance(asked, AgentTurn) and "What is your order number?" in asked.text
+        looked_up = await collect(target, UserTurn(text="It is ORD-1001"))
+        calls_made = [m for m in looked_up if isinstance(m, ToolCall)]
+        assert [(c.name, c.args) for c in calls_made] == [("lookup_order", {"order_id": "ORD-1001"})]
+        results = [m for m in looked_up if isinstance(m, ToolResult)]
+        assert [r.result for r in results] == ["ORD-1001 was delivered on 12 May"]
+        assert isinstance(looked_up[-1], AgentTurn)
+        assert "delivered on 12 May" in looked_up[-1].text and "30 days" in looked_up[-1].text
+        agent = target.link.agent
+        assert (
+            agent.kind == 4 and agent.attributes.get("lk.agent.name") == ""
+        )  # of kind agent, its worker's name
+        assert agent.identity.startswith("agent-AJ_")
+        [job] = jobs(server, "shop-sess-1")
+        assert job.state.status == agent_pb.JS_RUNNING and job.state.participant_identity == agent.identity
+        assert server.problems == []
+
+
+async def test_the_agent_ends_the_session_and_its_job_succeeds(
+    server: LivekitServer, calls: Calls, tmp_path: Path
+) -> None:
+    async with agent_worker(server, tmp_path):
+        target = await calls.target(
+            room(server, room="bye-{{session}}"), secrets=keys(server), turn_timeout=30
+        )
+        await collect(target, None)
+        ended = await collect(target, UserTurn(text="that's all, bye"))
+        last = ended[-1]
+        assert isinstance(last, AgentTurn) and last.done, "the agent deleting the room ends the conversation"
+        assert set(last.text.split()) <= set(
+            "Thank you for calling. Goodbye!".split()
+        )  # its last words may not make it
+        assert "bye-sess-1" not in server.rooms
+        with pytest.raises(TargetError, match="ended"):
+            await collect(target, UserTurn(text="hello?"))
+        [job] = jobs(server, "bye-sess-1")
+        assert job.state.status == agent_pb.JS_SUCCESS
+    assert server.problems == []
+
+
+async def test_a_named_worker_is_dispatched_only_by_name(
+    server: LivekitServer, calls: Calls, tmp_path: Path
+) -> None:
+    async with agent_worker(server, tmp_path, agent_name="returns-agent"):
+        with pytest.raises(TargetError, match=r"no agent .* joined room"):
+            await calls.target(room(server, join_timeout="2s"), secrets=keys(server))
+        target = await calls.target(
+            room(server, dispatch={"agent_name": "returns-agent"}, agent_identity_prefix="agent-AJ_"),
+            secrets=keys(server),
+            turn_timeout=30,
+        )
+        assert target.link.agent.attributes.get("lk.agent.name") == "returns-agent"
+        greeting = (await collect(target, None))[-1]
+        assert isinstance(greeting, AgentTurn) and "returns desk" in greeting.text
+
+
+async def test_a_worker_that_crashes_mid_job_makes_the_turn_an_error_naming_it(
+    server: LivekitServer, calls: Calls, tmp_path: Path
+) -> None:
+    async with agent_worker(server, tmp_path) as worker:
+        target = await calls.target(room(server), secrets=keys(server), turn_timeout=30)
+        await collect(target, None)
+        worker.kill()
+        with pytest.raises(TargetError) as err:
+            await collect(target, UserTurn(text="are you there?"))
+    message = str(err.value)
+    assert "failed" in message and "disconnected while the job ran" in message and "worker AW_" in message
+    assert any("disconnected while the job ran" in p for p in server.problems)
