@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_findings import findings_section
+from tamesu.reports.html_grid import grid_section
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
 from tamesu.reports.rundir import RunDirectory, TestRow
 from tamesu.untrusted import storable_text
@@ -80,6 +81,7 @@ def render_html(run: RunDirectory, *, max_audio_bytes: int = MAX_AUDIO_BYTES) ->
             {(row.suite, row.test_id): n for n, row in enumerate(rows)},
         ),
         load_section(run.load_report) if run.load_report else "",
+        grid_section(run.results),
         '<h2 id="tests">Tests</h2>',
         *(_test(run, row, n, max_audio_bytes) for n, row in enumerate(rows)),
         "</main>",

@@ -110,7 +110,16 @@ def summary(result: InvocationResult) -> dict[str, Any]:
         "agent_faults": agent_faults(_every_attempt(result)),
         "tests": [_test(t, runs=False) for t in result.tests],
         "findings": severity_counts(f for r in result.results for f in r.findings),
+        **_grid(result),
     }
+
+
+def _grid(result: InvocationResult) -> dict[str, Any]:
+    """``grid``: the cells of a ``--grid`` run (absent otherwise)."""
+    from tamesu.reports.grid import grid_keys, grid_table
+
+    keys = grid_keys(result.results)
+    return {"grid": {"keys": keys, "cells": grid_table(result.results)}} if keys else {}
 
 
 def invocation_dict(result: InvocationResult, *, redactor: Redactor | None = None) -> dict[str, Any]:
