@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from tamesu.history.compare import Comparison, MetricChange, TestChange
+from tamesu.history.grid import grid_json, grid_lines
 from tamesu.history.store import Invocation, TestRow
 from tamesu.stats import Difference
 from tamesu.untrusted import printable
@@ -95,6 +96,7 @@ def comparison_text(c: Comparison) -> str:
         lines += [f"    {name}: {_interval(d, m.unit)}" for name, d in m.per_test]
     lines += ["", f"Flaky: {len(c.flaky) or 'none'}"]
     lines += [f"  {name}: {why}" for name, why in c.flaky]
+    lines += grid_lines(c.grid)
     return "\n".join(printable(line) for line in lines) + "\n"
 
 
@@ -186,4 +188,5 @@ def comparison_json(c: Comparison) -> dict[str, Any]:
             for m in c.metrics
         ],
         "flaky": [{"test": name, "why": why} for name, why in c.flaky],
+        **({"grid": grid_json(c.grid)} if c.grid else {}),
     }

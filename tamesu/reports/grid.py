@@ -18,7 +18,7 @@ from tamesu.stats import wilson_interval
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
 
-__all__ = ["grid_keys", "grid_table"]
+__all__ = ["failures_by_cause", "grid_keys", "grid_table"]
 
 
 def grid_keys(results: Iterable[RunResult]) -> list[str]:
@@ -45,11 +45,6 @@ def grid_table(results: Iterable[RunResult], *, confidence: float = 0.95) -> lis
         latency = percentile(
             (r.metrics["turn_latency_ms_p95"] for r in runs if "turn_latency_ms_p95" in r.metrics), 95
         )
-        causes: dict[str, int] = {}
-        for r in runs:
-            if r.outcome == "failed":
-                cause = r.cause or "agent"
-                causes[cause] = causes.get(cause, 0) + 1
         rows.append(
             {
                 "cell": dict(key),
@@ -60,7 +55,16 @@ def grid_table(results: Iterable[RunResult], *, confidence: float = 0.95) -> lis
                 "pass_rate": round(passed / len(graded), 4) if graded else None,
                 "interval": [round(low, 4), round(high, 4)],
                 "turn_latency_ms_p95": None if latency is None else round(latency, 1),
-                "failures_by_cause": causes,
+                "failures_by_cause": failures_by_cause(runs),
             }
         )
     return rows
+
+
+def failures_by_cause(results: Iterable[RunResult]) -> dict[str, int]:
+    """Failed calls counted by what made them fail (``RunResult.cause``; runs that were not calls left out)."""
+    out: dict[str, int] = {}
+    for r in results:
+        if r.outcome == "failed" and r.cause is not None:
+            out[r.cause] = out.get(r.cause, 0) + 1
+    return out

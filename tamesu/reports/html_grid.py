@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tamesu.reports.grid import grid_keys, grid_table
+from tamesu.reports.grid import failures_by_cause, grid_keys, grid_table
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
@@ -40,23 +40,34 @@ def _cell(row: dict[str, Any] | None) -> str:
         return '<td class="heat-none">–</td>'
     rate = row["pass_rate"]
     if rate is None:
-        return f'<td class="heat-none" title="{row["errors"]} error(s)">no graded run</td>'
+        return f'<td class="heat-error">{row["errors"]} error(s), no graded run</td>'
     low, high = row["interval"]
     latency = row["turn_latency_ms_p95"]
     p95 = "" if latency is None else f"<br><small>p95 {latency / 1000:.2f} s</small>"
     title = f"{row['passed']} of {row['graded']} passed; interval {_pct(low)}–{_pct(high)}"
+    errors = f"<br><small>{row['errors']} error(s)</small>" if row["errors"] else ""
     return (
         f'<td class="heat heat-{round(rate * 10)}" data-rate="{rate}" title="{_h(title)}">'
-        f"<b>{_pct(rate)}</b> <small>[{_pct(low)}–{_pct(high)}]</small>{p95}</td>"
+        f"<b>{_pct(rate)}</b> <small>[{_pct(low)}–{_pct(high)}]</small>{p95}{errors}</td>"
     )
 
 
+def _causes_line(counts: dict[str, int]) -> str:
+    counted = ", ".join(f"{n} {_h(CAUSES.get(c, c))}" for c, n in counts.items()) or "none"
+    return f'<p class="legend">Failures by cause: {counted}.</p>'
+
+
 def grid_section(results: Iterable[RunResult]) -> str:
-    """The section, or "" for a run that was not a grid."""
+    """The heat map, or for a run that was not a grid the failed calls counted by cause ("" when none)."""
     results = list(results)
     keys = grid_keys(results)
     if not keys:
-        return ""
+        counts = failures_by_cause(results)
+        return (
+            f'<section id="causes"><h2>Failed calls by cause</h2>{_causes_line(counts)}</section>'
+            if counts
+            else ""
+        )
     table = grid_table(results)
     by_cell = {tuple(row["cell"].get(k, "") for k in keys): row for row in table}
     values = {k: list(dict.fromkeys(row["cell"].get(k, "") for row in table)) for k in keys}
@@ -73,15 +84,10 @@ def grid_section(results: Iterable[RunResult]) -> str:
         + "</tr>"
         for v in values[down]
     )
-    causes: dict[str, int] = {}
-    for row in table:
-        for cause, n in row["failures_by_cause"].items():
-            causes[cause] = causes.get(cause, 0) + n
-    counted = ", ".join(f"{n} {_h(CAUSES.get(c, c))}" for c, n in causes.items()) or "none"
     return (
         '<section id="grid"><h2>Where speech breaks the agent</h2>'
         '<p class="legend">Pass rate per cell with its 95% interval, and the p95 turn latency; '
         "every audio test ran in every cell.</p>"
         f'<table class="heatmap"><thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody></table>'
-        f'<p class="legend">Failures by cause: {counted}.</p></section>'
+        f"{_causes_line(failures_by_cause(results))}</section>"
     )

@@ -11,6 +11,7 @@ group by.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from tamesu.errors import UsageError
 if TYPE_CHECKING:
     from tamesu.runner.spec import RunSpec
 
-__all__ = ["AUDIO_TYPES", "GRID_KEYS", "Grid", "cell_label", "expand_grid", "parse_grid"]
+__all__ = ["AUDIO_TYPES", "GRID_KEYS", "Grid", "cell_label", "cell_of", "cells", "expand_grid", "parse_grid"]
 
 AUDIO_TYPES = frozenset({"voice", "twilio", "sip", "livekit", "pipecat", "realtime"})
 """Target types whose calls carry audio (pipecat and realtime in audio mode)."""
@@ -75,6 +76,20 @@ def cells(grid: Grid) -> list[dict[str, str]]:
 
 def cell_label(cell: dict[str, str]) -> str:
     return "{" + ", ".join(f"{k}={v}" for k, v in cell.items()) + "}"
+
+
+_LABEL = re.compile(r" \{(?P<cell>[a-z_]+=[^{}]*)\}(?=#\d+$|$)")
+
+
+def cell_of(test_id: str) -> dict[str, str] | None:
+    """The cell a grid run's test id ends with (``cell_label``); None for a test outside a grid."""
+    m = _LABEL.search(test_id)
+    if m is None:
+        return None
+    pairs = [p.partition("=") for p in m["cell"].split(", ")]
+    if any(not sep or k not in GRID_KEYS for k, sep, _ in pairs):
+        return None
+    return {k: v for k, _, v in pairs}
 
 
 def expand_grid(specs: Sequence[RunSpec], grid: Grid) -> list[RunSpec]:

@@ -25,7 +25,9 @@ def runs() -> list:  # type: ignore[type-arg]
                         repeat=i,
                         grid=cell,
                         metrics={"turn_latency_ms_p95": 900.0 + 100 * i},
-                        cause="heard_differently" if outcome == "failed" and noise != "none" else None,
+                        cause=("heard_differently" if noise != "none" else "agent")
+                        if outcome == "failed"
+                        else None,
                     )
                 )
     return out
@@ -52,3 +54,13 @@ def test_the_heat_map_has_a_row_per_line_a_column_per_noise_and_a_colour_per_rat
     assert 'class="heat heat-10" data-rate="1.0"' in page and 'class="heat heat-5" data-rate="0.5"' in page
     assert "Failures by cause: 2 heard differently (the agent&#x27;s STT), 1 the agent&#x27;s." in page
     assert grid_section([run_result("plain", "passed")]) == ""
+
+
+def test_a_run_without_a_grid_still_counts_its_failed_calls_by_cause() -> None:
+    page = grid_section(
+        [run_result("call", "failed", cause="tamesu_heard_differently"), run_result("text", "failed")]
+    )
+    assert page == (
+        '<section id="causes"><h2>Failed calls by cause</h2>'
+        '<p class="legend">Failures by cause: 1 tamesu heard differently (tamesu&#x27;s STT).</p></section>'
+    )
