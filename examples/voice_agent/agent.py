@@ -6,7 +6,8 @@ It answers on two websockets:
 
 - ``/voice``: a generic voice protocol. Binary frames are PCM16 mono at 16 kHz both ways (the agent
   sends its speech in real time, 20 ms at a time). JSON text messages: the agent sends
-  ``{type: transcript, role: assistant, text}`` for what it says, ``{type: tool_calls, calls}``,
+  ``{type: transcript, role: assistant, text}`` for what it says, ``{type: user_transcript, text}``
+  for what it heard the caller say, ``{type: tool_calls, calls}``,
   ``{type: interrupted}`` when it stops for the caller and ``{type: end}`` before hanging up; it
   reads ``{type: dtmf, digit}`` and ``{type: hangup}``.
 - ``/twilio``: Twilio Media Streams, as Twilio would connect to it (8 kHz mu-law ``media``; the agent
@@ -43,6 +44,8 @@ GREETING = "Hi! You have reached Mochi Shoes. How can I help you today?"
 END_OF_TURN_S = 0.6
 PRE_ROLL_S = 0.3
 FRAME_S = 0.02
+MISHEARD: dict[str, str] = {}
+"""``--mishear HEARD=AS``: words the agent's ear gets wrong on purpose (a speech path that breaks it)."""
 
 
 def _load_brain() -> Callable[[str], Any]:
@@ -118,7 +121,11 @@ class Call:
         if len(utterance) < self.rate // 5 or self.ended:
             return
         heard = await get_stt("whisper").transcribe(Audio(utterance, self.rate), language="en")
-        await self.respond(heard.text)
+        text = heard.text
+        for wrong, right in MISHEARD.items():
+            text = text.replace(wrong, right)
+        await self.say_control({"type": "user_transcript", "text": text})
+        await self.respond(text)
 
     async def respond(self, text: str) -> None:
         result = answer(text)
@@ -289,7 +296,17 @@ def main() -> None:
         default=None,
         help="another returns window than 30 days: a changed agent, for replayed calls to catch",
     )
+    parser.add_argument(
+        "--mishear",
+        action="append",
+        default=[],
+        metavar="HEARD=AS",
+        help="make the agent's STT hear HEARD as AS (repeatable): a speech path that misleads the agent",
+    )
     args = parser.parse_args()
+    for item in args.mishear:
+        wrong, _, right = item.partition("=")
+        MISHEARD[wrong] = right
     if args.return_days is not None:
         sys.modules["tamesu_demo_brain"].RETURN_DAYS = args.return_days
     with contextlib.suppress(KeyboardInterrupt):

@@ -77,6 +77,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the response cache folder (default .tamesu-cache/models; implies --cache)",
     )
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="run every audio test once per cell of a grid over line_quality, background_noise (NOISE@SNR_DB), "
+        "voice, language, interrupt_probability; repeat for more keys",
+    )
     parser.add_argument("--fail-fast", action="store_true", help="start no new run after the first failure")
     parser.add_argument(
         "--strict",
@@ -133,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             fail_fast=args.fail_fast,
             strict=args.strict,
             cache=args.cache_dir or args.cache,
+            grid=list(args.grid or []),
         )
     finally:
         reporter.close()

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tamesu.history.grid import GridChange, grid_changes
 from tamesu.history.store import HistoryDB, HistoryError, Invocation, TestRow
 from tamesu.stats import Difference, mean_difference, paired_difference, rate_difference
 
@@ -75,6 +76,8 @@ class Comparison:
     metrics: list[MetricChange] = field(default_factory=list)
     flaky: list[tuple[str, str]] = field(default_factory=list)
     """(test name, why it is called flaky)."""
+    grid: list[GridChange] = field(default_factory=list)
+    """``--grid`` runs: each cell's pass rate on both sides (``tamesu.history.grid``)."""
 
     def of(self, kind: str) -> list[TestChange]:
         return [c for c in self.changes if c.kind == kind]
@@ -126,6 +129,7 @@ def compare(
         if change is not None:
             out.metrics.append(change)
     out.flaky = flaky_tests(b.tests, history=history, window=flaky_window, also=a.tests)
+    out.grid = grid_changes(a, b, confidence=confidence)
     return out
 
 

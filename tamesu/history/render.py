@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from tamesu.history.compare import Comparison, MetricChange, TestChange
+from tamesu.history.grid import grid_json, grid_lines
 from tamesu.history.store import Invocation, TestRow
 from tamesu.stats import Difference
 from tamesu.untrusted import printable
@@ -103,6 +104,7 @@ def comparison_text(c: Comparison) -> str:
             "",
             f"Checks skipped: {skipped[0]} -> {skipped[1]} (not evaluated: a model, key or extra was missing)",
         ]
+    lines += grid_lines(c.grid)
     return "\n".join(printable(line) for line in lines) + "\n"
 
 
@@ -202,4 +204,5 @@ def comparison_json(c: Comparison) -> dict[str, Any]:
         "flaky": [{"test": name, "why": why} for name, why in c.flaky],
         "selection": c.b.selection,
         "checks_skipped": dict(zip(("before", "after"), checks_skipped(c) or (0, 0), strict=True)),
+        **({"grid": grid_json(c.grid)} if c.grid else {}),
     }

@@ -136,6 +136,8 @@ class VoiceTurn(_Event, tag="voice_turn", frozen=True):
     """agent, stt or none: where the turn's words came from."""
     stt: str | None = None
     agent_transcript: str | None = None
+    caller_heard: str | None = None
+    """The agent's own transcript of the caller's words this turn (targets that publish one)."""
 
 
 class AgentCleared(_Event, tag="agent_cleared", frozen=True):

@@ -160,3 +160,9 @@ class RunResult(msgspec.Struct, kw_only=True, gc=False):
     agent_faults: dict[str, int] = msgspec.field(default_factory=dict)
     """The transcript's ``agent_faults``: every 5xx, refusal, timeout and drop of the agent in this
     attempt, the ones the connect policy retried included."""
+    grid: dict[str, str] | None = None
+    """``tamesu run --grid``: the cell of the grid this run played in (``{"line_quality": "pstn"}``)."""
+    cause: str | None = None
+    """A failed audio run: what made it fail, ``heard_differently`` (the agent's own transcript of
+    the caller differs from what the caller said), ``tamesu_heard_differently`` (tamesu's STT of the
+    agent differs from the agent's own words) or ``agent`` (neither)."""

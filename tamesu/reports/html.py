@@ -26,6 +26,7 @@ from tamesu.metrics import shown_metrics
 from tamesu.reports.html_capacity import capacity_section
 from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_findings import findings_section
+from tamesu.reports.html_grid import grid_section
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
 from tamesu.reports.rundir import RunDirectory, TestRow
 from tamesu.reports.words import CHECK_WORD, VERDICT_WORD
@@ -85,6 +86,7 @@ def render_html(run: RunDirectory, *, max_audio_bytes: int = MAX_AUDIO_BYTES) ->
         ),
         load_section(run.load_report) if run.load_report else "",
         _capacity(run.load_report),
+        grid_section(run.results),
         '<h2 id="tests">Tests</h2>',
         *(_test(run, row, n, max_audio_bytes) for n, row in enumerate(rows)),
         "</main>",

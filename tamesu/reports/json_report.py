@@ -123,7 +123,23 @@ def summary(result: InvocationResult) -> dict[str, Any]:
         "capacity": result.capacity,
         "tests": [_test(t, runs=False) for t in result.tests],
         "findings": severity_counts(f for r in result.results for f in r.findings),
+        **_grid(result),
     }
+
+
+def _grid(result: InvocationResult) -> dict[str, Any]:
+    """``grid``: the cells of a ``--grid`` run; ``failures_by_cause``: the failed calls by cause
+    (each absent when there is none)."""
+    from tamesu.reports.grid import failures_by_cause, grid_keys, grid_table
+
+    out: dict[str, Any] = {}
+    keys = grid_keys(result.results)
+    if keys:
+        out["grid"] = {"keys": keys, "cells": grid_table(result.results)}
+    causes = failures_by_cause(result.results)
+    if causes:
+        out["failures_by_cause"] = causes
+    return out
 
 
 def invocation_dict(result: InvocationResult, *, redactor: Redactor | None = None) -> dict[str, Any]:

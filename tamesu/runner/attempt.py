@@ -329,6 +329,10 @@ class Attempts:
             duration=duration,
             transcript=answer.transcript,
         )
+        if result.outcome == "failed" and answer.transcript is not None:
+            from tamesu.voice.attribution import failure_cause
+
+            result.cause = failure_cause(answer.transcript)
         self.budget.record(result.metrics)
         setup = self.setups.get(spec.suite_path)
         if setup is not None and setup.budget is not None:

@@ -54,6 +54,8 @@ class RunOptions:
     cache: bool | str | Path = False
     """Replay model answers from a response cache: True for .tamesu-cache/models, or a folder."""
     today: date | None = None
+    grid: Sequence[str] = ()
+    """``KEY=V1,V2`` items: every audio test once per cell of the grid (``tamesu.runner.grid``)."""
     only: Sequence[str] | None = None
     """Run only these run ids (after the other selection options); the pytest plugin's selection."""
 

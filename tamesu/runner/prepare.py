@@ -58,6 +58,10 @@ def plan_runs(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
             errors.append(exc)
     if errors:
         raise ConfigErrors(errors)
+    if opts.grid:
+        from tamesu.runner.grid import expand_grid, parse_grid
+
+        specs = expand_grid(specs, parse_grid(opts.grid))
     if opts.only is not None:
         wanted = set(opts.only)
         specs = [s for s in specs if s.run_id in wanted]

@@ -124,6 +124,7 @@ def result_of(
         turns=len(transcript.agent_turns()) if transcript is not None else 0,
         findings=findings,
         agent_faults=dict(transcript.agent_faults) if transcript is not None else {},
+        grid=spec.extra.get("grid"),
     )
 
 

@@ -166,6 +166,8 @@ class PipecatCall:
         self._phase(str(kind))
         if kind == "bot-tts-text" and str(data.get("text") or "").strip():
             voice.heard_transcript(str(data["text"]))
+        if kind == "user-transcription" and data.get("final") and str(data.get("text") or "").strip():
+            voice.heard_caller_transcript(str(data["text"]))
         for msg in await self.t.rtvi_event(kind, data):
             voice.heard_message(msg)
 

@@ -126,6 +126,8 @@ class RealtimeCall:
             voice.heard_answering(kind == "response.created")  # a slow model is still answering
         if kind == "response.output_audio_transcript.done" and event.get("transcript"):
             voice.heard_transcript(str(event["transcript"]))
+        if kind == "conversation.item.input_audio_transcription.completed" and event.get("transcript"):
+            voice.heard_caller_transcript(str(event["transcript"]))
         self.calls.see(kind, event)
         if kind != "response.done":
             return

@@ -192,6 +192,10 @@ class VoiceAdapter(TargetAdapter):
                 for words in find_in_message(m.transcript, msg):
                     if isinstance(words, str) and words.strip():
                         session.heard_transcript(words)
+            if m.caller_transcript:
+                for words in find_in_message(m.caller_transcript, msg):
+                    if isinstance(words, str) and words.strip():
+                        session.heard_caller_transcript(words)
             if m.tool_calls:
                 for call in parse_tool_calls(find_in_message(m.tool_calls, msg), at=self.ctx.clock.now()):
                     session.heard_message(call)

@@ -131,6 +131,8 @@ class Heard:
     """agent, stt or none."""
     stt: str | None = None
     agent: str | None = None
+    caller: str | None = None
+    """What the agent heard the caller say this turn, when it publishes its transcript of the caller."""
     segment_text: dict[int, str] = field(default_factory=dict)
     """Index into the turn's agent segments -> the words heard in it (from STT segment times)."""
 
@@ -143,6 +145,8 @@ class Listener:
         self.speech = speech
         self.rate = settings.rate
         self.transcripts: list[str] = []
+        self.caller_transcripts: list[str] = []
+        """The agent's transcripts of the caller since the previous turn ended."""
         self._frames: list[np.ndarray] = []
         self._t0 = 0.0
         self._collect = settings.wants_stt
@@ -175,14 +179,17 @@ class Listener:
         """
         texts, self.transcripts = self.transcripts, []
         agent = " ".join(t.strip() for t in texts if t.strip()) or None
+        said, self.caller_transcripts = self.caller_transcripts, []
+        caller = " ".join(t.strip() for t in said if t.strip()) or None
         source = self.settings.transcript_source
         if source == "agent" or (source == "auto" and agent is not None):
             self._frames = []
-            return Heard(agent or "", "agent" if agent else "none", agent=agent)
+            return Heard(agent or "", "agent" if agent else "none", agent=agent, caller=caller)
         heard = await self._stt(segments)
         if heard is None:
-            return Heard(agent or "", "agent" if agent else "none", agent=agent)
+            return Heard(agent or "", "agent" if agent else "none", agent=agent, caller=caller)
         heard.agent = agent
+        heard.caller = caller
         return heard
 
     async def _stt(self, segments: list[Segment]) -> Heard | None:

@@ -199,6 +199,10 @@ class VoiceSession:
         self.conversation.activity(self.clock.now())
         self._post("wake")
 
+    def heard_caller_transcript(self, text: str) -> None:
+        """The agent's own transcript of what the caller said (kept to tell its mishearing apart)."""
+        self.listener.caller_transcripts.append(text)
+
     def heard_answering(self, answering: bool) -> None:
         """The agent's protocol says it is composing an answer (True) or has finished (False): while it is,
         its silence does not end the turn (``turn_timeout`` still does)."""

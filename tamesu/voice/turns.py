@@ -250,6 +250,7 @@ class Conversation:
             text_source=heard.source,
             stt=heard.stt,
             agent_transcript=heard.agent,
+            caller_heard=heard.caller,
             at=now,
         )
         out.append(Event(event=turn, at=now))

@@ -73,6 +73,11 @@ class VoiceMessages(ConfigModel):
         "$[?(@.type=='transcript' && @.role=='assistant' && @.transcriptType=='final')].transcript",
         default=None,
     )
+    caller_transcript: str | None = F(
+        "JSONPath of the agent's own transcript of the caller in a message: a failure is then marked heard differently when the agent misheard.",
+        "$[?(@.type=='transcript' && @.role=='user' && @.transcriptType=='final')].transcript",
+        default=None,
+    )
     done: str | None = F(
         "JSONPath truthy on the message marking the end of the call.",
         "$[?(@.type=='status-update' && @.status=='ended')].status",

@@ -1,0 +1,70 @@
+"""The grid of a ``tamesu run --grid``: pass rate (with its interval) and turn latency per cell.
+
+One table for every report: the JSON report carries it as ``grid``, the HTML report draws it as a
+heat map (``html_grid``), and history compares it between runs. A cell pools the runs of every
+audio test in it, so a cell says how the agent fares on that line and noise over the whole suite.
+Its latency is the 95th percentile of its runs' own ``turn_latency_ms_p95`` (the runs' turn
+latencies themselves stay in the transcripts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from tamesu.metrics import percentile
+from tamesu.stats import wilson_interval
+
+if TYPE_CHECKING:
+    from tamesu.kernel.outcome import RunResult
+
+__all__ = ["failures_by_cause", "grid_keys", "grid_table"]
+
+
+def grid_keys(results: Iterable[RunResult]) -> list[str]:
+    """The grid's keys in the order the runs name them (empty: not a grid run)."""
+    keys: dict[str, None] = {}
+    for r in results:
+        for k in r.grid or {}:
+            keys.setdefault(k, None)
+    return list(keys)
+
+
+def grid_table(results: Iterable[RunResult], *, confidence: float = 0.95) -> list[dict[str, Any]]:
+    """One row per cell, in the order the cells ran: runs, passed, pass rate, its interval, p95
+    turn latency, and failures by cause."""
+    cells: dict[tuple[tuple[str, str], ...], list[RunResult]] = {}
+    for r in results:
+        if r.grid:
+            cells.setdefault(tuple(r.grid.items()), []).append(r)
+    rows = []
+    for key, runs in cells.items():
+        graded = [r for r in runs if r.outcome in ("passed", "failed")]
+        passed = sum(1 for r in graded if r.outcome == "passed")
+        low, high = wilson_interval(passed, len(graded), confidence=confidence) if graded else (0.0, 1.0)
+        latency = percentile(
+            (r.metrics["turn_latency_ms_p95"] for r in runs if "turn_latency_ms_p95" in r.metrics), 95
+        )
+        rows.append(
+            {
+                "cell": dict(key),
+                "runs": len(runs),
+                "graded": len(graded),
+                "passed": passed,
+                "errors": sum(1 for r in runs if r.outcome == "error"),
+                "pass_rate": round(passed / len(graded), 4) if graded else None,
+                "interval": [round(low, 4), round(high, 4)],
+                "turn_latency_ms_p95": None if latency is None else round(latency, 1),
+                "failures_by_cause": failures_by_cause(runs),
+            }
+        )
+    return rows
+
+
+def failures_by_cause(results: Iterable[RunResult]) -> dict[str, int]:
+    """Failed calls counted by what made them fail (``RunResult.cause``; runs that were not calls left out)."""
+    out: dict[str, int] = {}
+    for r in results:
+        if r.outcome == "failed" and r.cause is not None:
+            out[r.cause] = out.get(r.cause, 0) + 1
+    return out

@@ -1,0 +1,138 @@
+"""End to end: calls recorded from runs of the voice demo agent (and the same call as a Twilio-style
+dual-channel mu-law file) import into a suite that passes against the same agent and fails against
+a changed one (a 60-day returns window), with Piper and Whisper on both sides of the call."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ..stored import stored_transcripts
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = """\
+suite: phone-calls
+models: { embedder: local/minilm }
+targets:
+  phone:
+    type: voice
+    url: "${VOICE_AGENT_URL}/voice"
+    idle: 1s
+    transcript_source: agent
+    messages:
+      transcript: "$[?(@.type=='transcript')].text"
+      tool_calls: "$[?(@.type=='tool_calls')].calls[*]"
+      done: "$[?(@.type=='end')].type"
+      close: { type: hangup }
+tests:
+  - name: returns
+    target: phone
+    tags: [recorded]
+    persona: { voice: en-US-male }
+    scenario:
+      script:
+        - say: "Hi! Can I return shoes I bought 40 days ago?"
+        - say: "Okay, thanks. Bye!"
+"""
+
+
+def _speech_engines_installed() -> bool:
+    from tamesu.audio.engines import available
+
+    engines = available()
+    return bool(engines["tts"]["piper"]["installed"] and engines["stt"]["whisper"]["installed"])
+
+
+def _agent(*extra: str) -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "voice_agent" / "agent.py"), "--port", "0", *extra],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout is not None else ""
+        assert line.startswith("listening on "), line
+        yield line.removeprefix("listening on ").strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[str]:
+    yield from _agent()
+
+
+@pytest.fixture(scope="module")
+def changed_agent() -> Iterator[str]:
+    yield from _agent("--return-days", "60")
+
+
+def tamesu(*args: str, url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "VOICE_AGENT_URL": url, "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=400
+    )
+
+
+@pytest.mark.skipif(not _speech_engines_installed(), reason="needs the voice extra (Piper and Whisper)")
+def test_recorded_calls_pass_against_the_same_agent_and_fail_against_a_changed_one(
+    tmp_path: Path, agent: str, changed_agent: str
+) -> None:
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    recorded = tamesu("run", "suite.yaml", "--output", "runs", url=agent, cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-3000:]
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    [transcript] = stored_transcripts(run_dir)
+    call = next(e for e in transcript["events"] if e["type"] == "voice_call")
+    calls = tmp_path / "recorded"
+    calls.mkdir()
+    shutil.copy(run_dir / call["recording"], calls / "c1.wav")
+    (calls / "c1.json").write_text(json.dumps(transcript))
+    if (
+        shutil.which("ffmpeg") is not None
+    ):  # Twilio's dual-channel recording: 8 kHz mu-law, here the agent on the left
+        cmd = ["ffmpeg", "-loglevel", "error", "-i", str(calls / "c1.wav"), "-af", "pan=stereo|c0=c1|c1=c0",
+               "-ar", "8000", "-acodec", "pcm_mulaw", str(tmp_path / "RE42.wav")]  # fmt: skip
+        subprocess.run(cmd, check=True)
+        twilio = tamesu("import", "calls", "../RE42.wav", "--out", "twilio.yaml", "--target", "phone",
+                        "--caller", "right", "--no-judge", url=agent, cwd=calls)  # fmt: skip
+        assert twilio.returncode == 0, twilio.stderr
+        turns = yaml.safe_load((calls / "twilio.yaml").read_text())["tests"][0]["scenario"]["replay"]["turns"]
+        assert len(turns) == 2 and "40 days" in turns[0]["say"].replace("forty", "40")
+
+    imported = tamesu("import", "calls", "recorded", "--into", "suite.yaml", "--target", "phone", "--no-judge",
+                      url=agent, cwd=tmp_path)  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    assert "added  c1: 2 caller turn(s)" in imported.stdout
+
+    same = tamesu(
+        "run",
+        "suite.yaml",
+        "--tags",
+        "replay",
+        "--output",
+        "runs",
+        "--json",
+        "same.json",
+        url=agent,
+        cwd=tmp_path,
+    )
+    assert same.returncode == 0, same.stdout[-3000:]
+    changed = tamesu("run", "suite.yaml", "--tags", "replay", "--output", "runs", "--json", "changed.json",
+                     url=changed_agent, cwd=tmp_path)  # fmt: skip
+    assert changed.returncode == 1, changed.stdout[-3000:]
+    [run] = json.loads((tmp_path / "changed.json").read_text())["tests"][0]["runs"]
+    failed = [a for a in run["assertions"] if not a["passed"]]
+    assert [a["kind"] for a in failed] == ["similar_to"] and failed[0]["on_turn"] == 2
+    assert "60 days" in failed[0]["actual"]["text"]
