@@ -245,7 +245,9 @@ METRICS: dict[str, Metric] = {
         source=_COSTS,
         default=0.0,
     ),
-    "speech_cost_usd": Metric("Hosted TTS and STT, and local engines' seconds, at prices:", "USD", source=_COSTS),
+    "speech_cost_usd": Metric(
+        "Hosted TTS and STT, and local engines' seconds, at prices:", "USD", source=_COSTS
+    ),
     "call_minutes": Metric("Minutes of call priced by prices.call_minute", "min", source=_COSTS),
     "call_minutes_cost_usd": Metric("Call minutes at the target's price per minute", "USD", source=_COSTS),
     "tts_characters": Metric("Characters the run sent to TTS engines", "count", source=_COSTS),

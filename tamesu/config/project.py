@@ -338,7 +338,11 @@ class Project(ConfigModel):
     )
     prices: Prices | None = F(
         "What speech and call minutes cost (model calls are priced from the genai-prices table).",
-        {"call_minute": {"sip": 0.004}, "tts_million_characters": {"openai": 15}, "stt_minute": {"openai": 0.006}},
+        {
+            "call_minute": {"sip": 0.004},
+            "tts_million_characters": {"openai": 15},
+            "stt_minute": {"openai": 0.006},
+        },
         default=None,
     )
     statistics: Statistics = F(
