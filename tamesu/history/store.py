@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tamesu.costs import metrics_cost
 from tamesu.history.backends import (
     Db,
     HistoryError,
@@ -235,7 +236,7 @@ class HistoryDB:
             runs = {
                 (t.suite, r.run_id): (
                     inv_id, t.suite, t.test_id, r.run_id, r.repeat_index, r.attempt, r.outcome, r.duration,
-                    r.error_kind, float(r.metrics.get("llm_cost_usd", 0.0) or 0.0), json.dumps(r.metrics),
+                    r.error_kind, metrics_cost(r.metrics), json.dumps(r.metrics),
                 )
                 for t in inv.tests
                 for r in t.run_rows

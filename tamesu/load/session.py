@@ -263,6 +263,7 @@ def _exit_code(outcome: LoadOutcome, gates_ok: bool) -> int:
 async def run_load(request: LoadRequest) -> LoadResult:
     """Run one load test and write its report; never raises for what the calls do."""
     from tamesu.actors.services import RunServices
+    from tamesu.costs import cost_summary
     from tamesu.load.driver import CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
     from tamesu.load.gates import evaluate_gates
     from tamesu.load.live import LiveView
@@ -383,7 +384,8 @@ async def run_load(request: LoadRequest) -> LoadResult:
     else:
         checks = evaluate_gates(gates, outcome.samples)
         code = _exit_code(outcome, all(g.passed for g in checks))
-    finals = [r for r in final_results(store.results()) if r.final]
+    attempts = store.results()
+    finals = [r for r in final_results(attempts) if r.final]
     tests = load_verdicts(planned, finals, project)
     report = build_load_report(
         outcome.samples,
@@ -399,9 +401,10 @@ async def run_load(request: LoadRequest) -> LoadResult:
         budget_exceeded=outcome.budget_exceeded,
         verdicts={(t.suite, t.test_id): (t.verdict, t.pass_threshold) for t in tests},
         capacity=found.to_dict() if found is not None else None,
+        cost=cost_summary(attempts, finals),
     )
     write_load_report(report, store.dir / REPORT_FILE, redactor=redactor)
-    _write_summary(store, tests, finals, outcome, code, loaded, started_at, redactor)
+    _write_summary(store, tests, attempts, finals, outcome, code, loaded, started_at, redactor)
     if request.json:
         write_load_report(report, request.json, redactor=redactor)
     render_load_report(report, color=request.color, stream=stream, redactor=redactor)
@@ -428,6 +431,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
 def _write_summary(
     store: ResultsStore,
     tests: list[TestVerdict],
+    attempts: list[RunResult],
     finals: list[RunResult],
     outcome: LoadOutcome,
     code: int,
@@ -443,6 +447,7 @@ def _write_summary(
         exit_code=code,
         tests=tests,
         results=finals,
+        attempts=attempts,
         run_dir=store.dir,
         suites=[s.suite.suite for s in loaded],
         started_at=started_at,
