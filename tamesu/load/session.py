@@ -70,8 +70,9 @@ class LoadRequest:
     """Where the live view and the report go (stdout by default)."""
     placement_options: dict[str, Any] = field(default_factory=dict)
     """Extra keyword arguments of RayPlacement (tests pass num_cpus, worker_setup)."""
-    driver_cpu: Callable[[], Callable[[], float]] | None = None
-    """A capacity search's probe of tamesu's own CPU share per step (tests stand in a saturated one)."""
+    cpu_meter: Any = None
+    """A capacity search's meter of tamesu's own CPU per step (default ``CpuMeter`` over the
+    placement; tests stand in a saturated one)."""
 
 
 @dataclass
@@ -330,7 +331,10 @@ async def run_load(request: LoadRequest) -> LoadResult:
 
         if resumed:
             raise UsageError("--resume does not continue a capacity search: start a new one")
-        search = CapacityRun(build, profile, gates, clock, driver_cpu=request.driver_cpu)
+        from tamesu.load.capacity import CpuMeter
+
+        meter = request.cpu_meter or CpuMeter(placement)
+        search = CapacityRun(build, profile, gates, clock, meter=meter)
     elif resumed:
         saved = store.dir / CHECKPOINT_FILE
         point = LoadCheckpoint()

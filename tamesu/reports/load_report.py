@@ -296,10 +296,17 @@ def capacity_line(capacity: dict[str, Any]) -> str:
     found, broke, stopped = capacity.get("concurrency"), capacity.get("broke"), capacity.get("stopped")
     if stopped == "driver_bound":
         least = capacity.get("at_least")
+        at = capacity.get("driver_bound_at")
+        bound = next((lv for lv in capacity.get("levels") or [] if lv.get("concurrency") == at), {})
+        who = (
+            "a Ray worker's"
+            if (bound.get("workers_cpu") or 0) >= (bound.get("driver_cpu") or 0)
+            else "tamesu's own"
+        )
         return (
-            f"capacity: not measured: tamesu's own CPU was the limit at {capacity.get('driver_bound_at')} calls "
-            f"in flight (the agent held {least if least is not None else 'no level'}); "
-            "run the steps on more workers (--ray, --workers)"
+            f"capacity: not measured: {who} CPU was the limit at {at} calls in flight, not the agent "
+            f"(every gate held up to {least if least is not None else 'no level'}); "
+            "run the steps on more workers (--ray, --workers, --address)"
         )
     why = f"{_gate_name(broke['gate'])} broke at {broke['concurrency']}" if broke else ""
     if found is None:
@@ -332,7 +339,8 @@ def capacity_table(capacity: dict[str, Any], *, color: bool = False) -> str:
             else "broke: " + ", ".join(map(_gate_name, lv.get("broke") or []))
         )
         if lv.get("driver_bound"):
-            verdict = f"driver CPU {float(lv.get('driver_cpu') or 0):.0%}"
+            busiest = max(float(lv.get("driver_cpu") or 0), float(lv.get("workers_cpu") or 0))
+            verdict = f"tamesu CPU {busiest:.0%}: not the agent's limit"
         rows.append(
             [
                 str(lv.get("concurrency")),
