@@ -27,6 +27,7 @@ import msgspec
 
 from tamesu.assertions.base import AssertionContext, evaluate
 from tamesu.clock import within
+from tamesu.costs import run_costs
 from tamesu.durations import format_duration, parse_duration
 from tamesu.kernel.events import RunError
 from tamesu.kernel.messages import ErrorMsg
@@ -35,6 +36,7 @@ from tamesu.kernel.transcript import Transcript
 from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
 from tamesu.simulator import UserSimulator, make_simulator
+from tamesu.speech_pool import MeteredSpeech
 from tamesu.targets.faults import AgentFaults
 from tamesu.templates import Scope, render_text
 from tamesu.untrusted import json_bytes
@@ -81,6 +83,8 @@ class RunGraph:
     ) -> None:
         self.spec = spec
         self.services = services
+        self.speech = MeteredSpeech(services.speech)
+        """The run's view of the speech pool: what it asked of each engine, for its cost."""
         self.secrets = dict(secrets or {})
         for value in self.secrets.values():
             services.redactor.add(value)
@@ -231,7 +235,7 @@ class RunGraph:
             fuzz=dict(getattr(spec.test, "fuzz_tools", None) or {}),
             limits=spec.limits,
             faults=self.faults,
-            speech=self.services.speech,
+            speech=self.speech,
             test=spec.test,
             language=spec.language,
             seed=spec.seed,
@@ -349,6 +353,7 @@ class RunGraph:
         if self.ledger is not None and self.ledger.calls:
             # Judges spend too: the run's llm_* figures (and so the budget) include grading.
             self.transcript.metrics.update(self.ledger.metrics())
+            self.transcript.metrics.update(self._costs(self.transcript.metrics))
         self._graded = True
 
     async def _converse(self, tasks: list[asyncio.Task[None]]) -> None:
@@ -383,7 +388,17 @@ class RunGraph:
         metrics.update(self.recorder.reported_metrics)
         if self.ledger is not None and self.ledger.calls:
             metrics.update(self.ledger.metrics())
+        metrics.update(self._costs(metrics))
         self.transcript.metrics = metrics
+
+    def _costs(self, metrics: Mapping[str, float]) -> dict[str, float]:
+        return run_costs(
+            metrics,
+            prices=self.spec.extra.get("prices"),
+            target_name=self.spec.target_name,
+            target_type=str(getattr(self.spec.target, "type", "")),
+            speech=self.speech,
+        )
 
     async def _assertions(self) -> list[AssertionResult]:
         ctx = AssertionContext(

@@ -185,6 +185,7 @@ def _sorted_percentile(data: list[float], p: float) -> float:
 
 _VOICE = "recorded by voice targets"
 _MODELS = "recorded by model calls; 0 when the run made none"
+_COSTS = "recorded at the end of every run (tamesu.costs)"
 
 METRICS: dict[str, Metric] = {
     "turns": Metric("Agent turns", "count", lambda t: float(len(t.agent_turns()))),
@@ -252,6 +253,20 @@ METRICS: dict[str, Metric] = {
         "Output tokens of tamesu's own model calls", "count", source=_MODELS, default=0.0
     ),
     "llm_cost_usd": Metric("Cost of tamesu's own model calls", "USD", source=_MODELS, default=0.0),
+    "cost_usd": Metric(
+        "What the run cost: model calls, speech and call minutes (prices: in tamesu.yaml)",
+        "USD",
+        source=_COSTS,
+        default=0.0,
+    ),
+    "speech_cost_usd": Metric(
+        "Hosted TTS and STT, and local engines' seconds, at prices:", "USD", source=_COSTS
+    ),
+    "call_minutes": Metric("Minutes of call priced by prices.call_minute", "min", source=_COSTS),
+    "call_minutes_cost_usd": Metric("Call minutes at the target's price per minute", "USD", source=_COSTS),
+    "tts_characters": Metric("Characters the run sent to TTS engines", "count", source=_COSTS),
+    "stt_seconds": Metric("Seconds of audio the run sent to STT engines", "s", source=_COSTS),
+    "local_speech_s": Metric("Seconds the run's requests spent in local speech engines", "s", source=_COSTS),
 }
 """Name -> Metric. Plugins may add recorded metrics here before a suite is validated."""
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from tamesu.audio.stt import Transcription
     from tamesu.audio.tts import Audio
 
-__all__ = ["LocalSpeechPool", "SpeechPool", "local_speech_pool"]
+__all__ = ["LocalSpeechPool", "MeteredSpeech", "SpeechPool", "local_speech_pool"]
 
 
 class SpeechPool(Protocol):
@@ -70,3 +70,61 @@ def local_speech_pool() -> LocalSpeechPool:
     if _local is None:
         _local = LocalSpeechPool()
     return _local
+
+
+class MeteredSpeech:
+    """One run's view of a pool that counts what the run asked of each engine: characters sent to
+    TTS, seconds of audio sent to STT, and seconds spent waiting on each engine (what ``run_costs``
+    prices). Lines the voice cache already holds are never asked again, so they cost nothing."""
+
+    def __init__(self, pool: SpeechPool) -> None:
+        self.pool = pool
+        self.tts_characters: dict[str, int] = {}
+        self.stt_seconds: dict[str, float] = {}
+        self.engine_seconds: dict[str, float] = {}
+
+    @property
+    def shared(self) -> SpeechPool:
+        """The pool underneath: caches keyed by pool use it, so every run shares them."""
+        return self.pool
+
+    async def synthesize(
+        self, text: str, *, voice: str | None = None, language: str | None = None, engine: str | None = None
+    ) -> Audio:
+        import time
+
+        from tamesu.audio.voices import resolve_voice
+
+        name = engine or resolve_voice(voice, language).engine
+        started = time.monotonic()
+        try:
+            return await self.pool.synthesize(text, voice=voice, language=language, engine=engine)
+        finally:
+            self.tts_characters[name] = self.tts_characters.get(name, 0) + len(text)
+            self._waited(name, time.monotonic() - started)
+
+    async def transcribe(
+        self, audio: Audio, *, language: str | None = None, engine: str | None = None
+    ) -> Transcription:
+        import time
+
+        from tamesu.audio.engines import DEFAULT_STT
+
+        name = engine or DEFAULT_STT
+        started = time.monotonic()
+        try:
+            return await self.pool.transcribe(audio, language=language, engine=engine)
+        finally:
+            seconds = len(audio.samples) / audio.sample_rate if audio.sample_rate else 0.0
+            self.stt_seconds[name] = self.stt_seconds.get(name, 0.0) + seconds
+            self._waited(name, time.monotonic() - started)
+
+    def _waited(self, name: str, seconds: float) -> None:
+        self.engine_seconds[name] = self.engine_seconds.get(name, 0.0) + seconds
+
+    def stats(self) -> dict[str, Any]:
+        return self.pool.stats()
+
+    @property
+    def used(self) -> bool:
+        return bool(self.engine_seconds)

@@ -458,6 +458,19 @@ class RayPlacement:
             report["speech"] = self.speech.replicas()
         return report
 
+    async def cpu_seconds(self, timeout: float = 2.0) -> list[float | None]:
+        """Each worker's CPU seconds so far (None for one that did not answer within ``timeout``)."""
+        if self.lost is not None:
+            return []
+
+        async def ask(worker: Any) -> float | None:
+            try:
+                return float(await asyncio.wait_for(worker.cpu_seconds.remote(), timeout))
+            except (asyncio.TimeoutError, ray.exceptions.RayError):
+                return None
+
+        return list(await asyncio.gather(*(ask(w) for w in self.workers)))
+
     async def aclose(self) -> None:
         """Stop the workers; shut Ray down only when this placement started it."""
         if self._closed:

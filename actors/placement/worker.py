@@ -278,6 +278,12 @@ class RunWorker:
         """Runs in flight in this worker."""
         return len(self._runs)
 
+    def cpu_seconds(self) -> float:
+        """CPU seconds this worker's process has used (a capacity search reads how busy it was)."""
+        import time
+
+        return time.process_time()
+
     async def aclose(self) -> None:
         for _, task in list(self._runs.values()):
             task.cancel()

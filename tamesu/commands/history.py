@@ -94,14 +94,24 @@ def _listing(args: argparse.Namespace, history: HistoryDB) -> int:
             f"{i.counts.get('passed', 0)}/{i.counts.get('failed', 0)}/{i.counts.get('error', 0)}",
             f"{i.duration:.1f}s",
             f"${i.cost_usd:.4f}",
+            _per_pass(i),
             str(i.exit_code),
         ]
         for i in invocations
     ]
-    header = ["id", "when", "suites", "git", "pass/fail/err", "took", "cost", "exit"]
+    header = ["id", "when", "suites", "git", "pass/fail/err", "took", "cost", "per pass", "exit"]
     color = bool(getattr(args, "use_color", False))
     print(table(rows, header=header, color=color) if rows else "no invocations recorded yet")
     return EXIT_OK
+
+
+def _per_pass(inv: Invocation) -> str:
+    """What one passed run cost in this invocation (``-`` when it kept no cost figures or none passed)."""
+    from tamesu.reports.cost import usd
+
+    cost = inv.summary.get("cost") if isinstance(inv.summary, dict) else None
+    per_pass = cost.get("per_pass_usd") if isinstance(cost, dict) else None
+    return usd(per_pass) if per_pass is not None else "-"
 
 
 def _test(history: HistoryDB, test: str, invocations: list[Invocation], *, as_json: bool) -> int:

@@ -111,6 +111,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--slo", type=_slo, action="append", metavar="NAME=MAX", help="e.g. turn_latency_ms_p95=2500"
     )
     gates.add_argument(
+        "--max-cost-per-pass",
+        type=positive_number,
+        metavar="USD",
+        help="most US dollars per passed call (model calls, speech, call minutes)",
+    )
+    gates.add_argument(
         "--max-drift",
         type=positive_number,
         metavar="X",
@@ -187,6 +193,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
             "error_rate": args.max_error_rate,
             "slo": dict(args.slo or []),
             "drift": args.max_drift,
+            "cost_per_pass": args.max_cost_per_pass,
         },
     }
 

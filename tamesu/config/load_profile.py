@@ -66,6 +66,13 @@ class LoadGates(ConfigModel):
         {"turn_latency_ms_p95": 2500, "time_to_first_audio_ms_p95": 1200},
         default_factory=dict,
     )
+    cost_per_pass: float | None = F(
+        "Most US dollars per passed call: every attempt's cost (model calls, speech, call minutes) "
+        "over the calls that passed.",
+        0.05,
+        default=None,
+        ge=0,
+    )
     drift: float | None = F(
         "Soak: the last window's turn_latency_ms_p95 may be at most this multiple of the first window's.",
         1.5,

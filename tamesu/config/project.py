@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 from tamesu.config.assertion import Assertion
 from tamesu.config.common import ConfigModel, Duration, F, Hook, PositiveInt, StrMap
 from tamesu.config.load_profile import LoadProfile
+from tamesu.config.prices import Prices
 from tamesu.config.reporting import History, Statistics, Telemetry
 from tamesu.config.sip_inbound import inbound_address
 
@@ -376,6 +377,15 @@ class Project(ConfigModel):
     load: LoadProfile | None = F(
         "How tamesu load drives the suites: calls, rate or concurrency, shape and gates.",
         {"concurrency": 50, "duration": "5m", "ramp_up": "30s", "gates": {"pass_rate": 0.95}},
+        default=None,
+    )
+    prices: Prices | None = F(
+        "What speech and call minutes cost (model calls are priced from the genai-prices table).",
+        {
+            "call_minute": {"sip": 0.004},
+            "tts_million_characters": {"openai": 15},
+            "stt_minute": {"openai": 0.006},
+        },
         default=None,
     )
     statistics: Statistics = F(

@@ -24,6 +24,7 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("turn_latency_ms_p50", "ms"),
     ("turn_latency_ms_p95", "ms"),
     ("llm_cost_usd", "USD"),
+    ("cost_usd", "USD"),
 )
 """The run metrics ``tamesu diff`` compares, with their units."""
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tamesu.costs import cost_summary, result_cost
 from tamesu.history.store import HistoryDB, HistoryError, Invocation, RunRow, TestRow
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ def invocation_of(result: InvocationResult) -> Invocation:
         for t in result.tests
     ]
     counts = dict(result.counts)
+    made = {id(r) for r in result.attempts}  # resumed runs: their attempts were an earlier invocation's
+    cost = cost_summary([*result.attempts, *(r for r in result.results if id(r) not in made)], result.results)
     return Invocation(
         suites=list(result.suites),
         started_at=result.started_at,
@@ -146,8 +149,9 @@ def invocation_of(result: InvocationResult) -> Invocation:
         run_dir=str(result.run_dir) if result.run_dir else None,
         argv=[str(a) for a in result.settings.get("argv") or []],
         tamesu_version=result.settings.get("tamesu_version"),
-        cost_usd=sum(float(r.metrics.get("llm_cost_usd", 0) or 0) for r in result.results),
+        cost_usd=cost["total_usd"],
         tokens=sum(float(r.metrics.get("llm_tokens", 0) or 0) for r in result.results),
+        summary={"cost": cost},
     )
 
 
@@ -206,6 +210,8 @@ def invocation_of_load(
         key: report.get(key)
         for key in ("totals", "pass_rate", "error_rate", "latency", "gates_passed", "interrupted")
     }
+    if isinstance(report.get("cost"), dict):
+        summary["cost"] = report["cost"]
     summary["gates"] = [
         {k: g.get(k) for k in ("name", "passed", "actual", "limit")} for g in report.get("gates") or []
     ]
@@ -221,7 +227,7 @@ def invocation_of_load(
         run_dir=report.get("run_dir"),
         argv=[str(a) for a in argv],
         tamesu_version=_version(),
-        cost_usd=sum(float(r.metrics.get("llm_cost_usd", 0) or 0) for r in calls),
+        cost_usd=sum(result_cost(r) for r in calls),
         tokens=sum(float(r.metrics.get("llm_tokens", 0) or 0) for r in calls),
         kind="load",
         summary=summary,
@@ -271,7 +277,7 @@ def invocation_of_run_dir(run: RunDirectory) -> Invocation:
         run_dir=str(run.dir),
         argv=[str(a) for a in run.settings.get("argv") or []],
         tamesu_version=run.settings.get("tamesu_version"),
-        cost_usd=sum(float(r.metrics.get("llm_cost_usd", 0) or 0) for r in run.results),
+        cost_usd=sum(result_cost(r) for r in run.results),
         summary=_facts(run.settings.get("options") or {}, skipped),
     )
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tamesu.costs import metrics_cost
 from tamesu.history.backends import (
     Db,
     HistoryError,
@@ -246,7 +247,7 @@ class HistoryDB:
             runs = {
                 (t.suite, r.run_id): (
                     inv_id, _text(t.suite), _text(t.test_id), _text(r.run_id), r.repeat_index, r.attempt,
-                    r.outcome, r.duration, _text(r.error_kind), float(r.metrics.get("llm_cost_usd", 0.0) or 0.0), json.dumps(r.metrics),
+                    r.outcome, r.duration, _text(r.error_kind), metrics_cost(r.metrics), json.dumps(r.metrics),
                 )
                 for t in inv.tests
                 for r in t.run_rows

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from tamesu.load.gates import GateResult, Gates
     from tamesu.load.stats import CallSample, LoadStats
 
-__all__ = ["CapacityOutcome", "CapacitySearcher", "Level", "StepRule", "process_cpu_share"]
+__all__ = ["CapacityOutcome", "CapacitySearcher", "CpuMeter", "Level", "StepRule"]
 
 DRIVER_CPU_LIMIT = 0.9
 """The share of one core tamesu's own process may use during a step before the step is held to
@@ -90,6 +90,8 @@ class Level:
     """Why the step stopped before it settled (errors far over their gate)."""
     driver_cpu: float | None = None
     """The share of one core tamesu's own process used during the step."""
+    workers_cpu: float | None = None
+    """On Ray: the share of one core the busiest worker process used during the step."""
 
     @property
     def gates_passed(self) -> bool:
@@ -105,7 +107,9 @@ class Level:
 
     @property
     def driver_bound(self) -> bool:
-        return self.driver_cpu is not None and self.driver_cpu >= DRIVER_CPU_LIMIT
+        return any(
+            share is not None and share >= DRIVER_CPU_LIMIT for share in (self.driver_cpu, self.workers_cpu)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +128,7 @@ class Level:
             "seconds": self.seconds,
             "aborted": self.aborted,
             "driver_cpu": self.driver_cpu,
+            "workers_cpu": self.workers_cpu,
             "driver_bound": self.driver_bound,
         }
 
@@ -155,15 +160,39 @@ def level_of(
     )
 
 
-def process_cpu_share() -> Callable[[], float]:
-    """A probe started now: called later, the share of one core this process used since."""
-    cpu0, wall0 = time.process_time(), time.monotonic()
+class CpuMeter:
+    """How busy tamesu's own processes were during a step, as shares of one core: the driver's
+    process, and with a Ray placement the busiest of its workers (``cpu_seconds()``)."""
 
-    def share() -> float:
-        wall = time.monotonic() - wall0
-        return (time.process_time() - cpu0) / wall if wall > 0 else 0.0
+    def __init__(self, placement: Any = None) -> None:
+        self.placement = placement
+        self._wall = self._cpu = 0.0
+        self._workers: list[float | None] = []
 
-    return share
+    async def _worker_seconds(self) -> list[float | None]:
+        probe = getattr(self.placement, "cpu_seconds", None)
+        if probe is None:
+            return []
+        try:
+            return list(await probe())
+        except Exception:
+            return []
+
+    async def start(self) -> None:
+        self._wall, self._cpu = time.monotonic(), time.process_time()
+        self._workers = await self._worker_seconds()
+
+    async def shares(self) -> tuple[float, float | None]:
+        """(the driver's share, the busiest worker's share or None) since ``start``."""
+        wall = max(time.monotonic() - self._wall, 1e-9)
+        driver = (time.process_time() - self._cpu) / wall
+        now = await self._worker_seconds()
+        busiest = [
+            (after - before) / wall
+            for before, after in zip(self._workers, now)
+            if before is not None and after is not None
+        ]
+        return driver, (max(busiest) if busiest else None)
 
 
 @dataclass
@@ -203,7 +232,7 @@ class CapacitySearcher:
     gates: Gates
     make_driver: StepDriver
     clock: Clock
-    cpu_probe: Callable[[], Callable[[], float]] = process_cpu_share
+    meter: CpuMeter = field(default_factory=CpuMeter)
     on_level: Callable[[Level], None] | None = None
     confidence: float = 0.95
     current: LoadDriver | None = None
@@ -295,7 +324,7 @@ class CapacitySearcher:
         driver.start_at(self._index, start)
         self.current = driver
         watchdog = asyncio.ensure_future(self._cut_at(driver, deadline))
-        cpu = self.cpu_probe()
+        await self.meter.start()
         try:
             outcome = await driver.run()
         finally:
@@ -306,7 +335,7 @@ class CapacitySearcher:
         if outcome.interrupted:
             return None
         step = level_of(level, outcome.samples, self.gates, seconds=outcome.elapsed - start)
-        step.driver_cpu = cpu()
+        step.driver_cpu, step.workers_cpu = await self.meter.shares()
         if rule.far_over(outcome.stats) and not rule.settled(outcome.stats, step.seconds):
             step.aborted = f"error rate {outcome.stats.error_rate():.0%} over {rule.abort_error_rate:.0%}"
         return step

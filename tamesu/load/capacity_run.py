@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tamesu.load.capacity import CapacityOutcome, CapacitySearcher, process_cpu_share
+from tamesu.load.capacity import CapacityOutcome, CapacitySearcher, CpuMeter
 from tamesu.load.driver import LoadOutcome
 from tamesu.load.stats import LoadStats
 
@@ -51,7 +51,7 @@ class CapacityRun:
         gates: Gates,
         clock: Clock,
         *,
-        driver_cpu: Callable[[], Callable[[], float]] | None = None,
+        meter: CpuMeter | None = None,
     ) -> None:
         assert profile.capacity is not None
         self.build = build
@@ -61,7 +61,7 @@ class CapacityRun:
             gates,
             make_driver=self._driver,
             clock=clock,
-            cpu_probe=driver_cpu or process_cpu_share,
+            meter=meter or CpuMeter(),
         )
         self._last: LoadDriver | None = None
 

@@ -65,6 +65,8 @@ class Gates:
     """Per-turn percentile metric -> maximum, over every call."""
     drift: float | None = None
     window: float = 10.0
+    cost_per_pass: float | None = None
+    """Most US dollars per passed call (every attempt's cost over the final calls that passed)."""
 
 
 def gates_for(
@@ -96,6 +98,7 @@ def gates_for(
         slo=slo,
         drift=given.drift if given is not None else None,
         window=profile.seconds("window") or 10.0,
+        cost_per_pass=given.cost_per_pass if given is not None else None,
     )
 
 
@@ -123,9 +126,20 @@ def evaluate_gates(gates: Gates, samples: Iterable[CallSample]) -> list[GateResu
         ok = actual is None or actual <= limit
         detail = f"over {len(values)} turns" if values else "no turns measured"
         out.append(GateResult(f"slo/{name}", limit, actual, ok, detail))
+    if gates.cost_per_pass is not None:
+        out.append(_cost_per_pass(gates.cost_per_pass, list(samples), finals))
     if gates.drift is not None:
         out.append(_drift(gates, finals))
     return out
+
+
+def _cost_per_pass(limit: float, samples: Sequence[CallSample], finals: Sequence[CallSample]) -> GateResult:
+    """Every attempt's cost over the calls that passed; no pass at all holds no cost gate."""
+    spent = sum(s.cost_usd for s in samples)
+    passed = sum(1 for s in finals if s.outcome == "passed")
+    actual = spent / passed if passed else None
+    ok = actual is not None and actual <= limit + 1e-12
+    return GateResult("cost_per_pass", limit, actual, ok, f"${spent:.4f} over {passed} passed calls")
 
 
 def _pass_rate(name: str, limit: float, finals: Sequence[CallSample], what: str) -> GateResult:

@@ -44,6 +44,7 @@ def progress_line(snap: dict[str, Any]) -> str:
     ttfa = snap["recent"]["time_to_first_audio_ms"]
     parts = [
         f"t={snap['elapsed']:.0f}s",
+        *([f"step {snap['level']} in flight"] if snap.get("level") is not None else []),
         f"active {snap['active']}",
         f"done {snap['finished']}",
         f"{snap['calls_per_s']:.1f} calls/s",
@@ -128,6 +129,8 @@ class LiveView:
         table.add_column("what", style="bold")
         table.add_column("value")
         outcomes = snap["outcomes"]
+        if snap.get("level") is not None:
+            table.add_row("capacity search step", f"{snap['level']} calls in flight")
         table.add_row("active calls", str(snap["active"]))
         table.add_row("calls/s (10s)", f"{snap['calls_per_s']:.1f}")
         table.add_row(

@@ -70,8 +70,9 @@ class LoadRequest:
     """Where the live view and the report go (stdout by default)."""
     placement_options: dict[str, Any] = field(default_factory=dict)
     """Extra keyword arguments of RayPlacement (tests pass num_cpus, worker_setup)."""
-    driver_cpu: Callable[[], Callable[[], float]] | None = None
-    """A capacity search's probe of tamesu's own CPU share per step (tests stand in a saturated one)."""
+    cpu_meter: Any = None
+    """A capacity search's meter of tamesu's own CPU per step (default ``CpuMeter`` over the
+    placement; tests stand in a saturated one)."""
 
 
 @dataclass
@@ -263,6 +264,7 @@ def _exit_code(outcome: LoadOutcome, gates_ok: bool) -> int:
 async def run_load(request: LoadRequest) -> LoadResult:
     """Run one load test and write its report; never raises for what the calls do."""
     from tamesu.actors.services import RunServices
+    from tamesu.costs import cost_summary
     from tamesu.load.driver import CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
     from tamesu.load.gates import evaluate_gates
     from tamesu.load.live import LiveView
@@ -329,7 +331,10 @@ async def run_load(request: LoadRequest) -> LoadResult:
 
         if resumed:
             raise UsageError("--resume does not continue a capacity search: start a new one")
-        search = CapacityRun(build, profile, gates, clock, driver_cpu=request.driver_cpu)
+        from tamesu.load.capacity import CpuMeter
+
+        meter = request.cpu_meter or CpuMeter(placement)
+        search = CapacityRun(build, profile, gates, clock, meter=meter)
     elif resumed:
         saved = store.dir / CHECKPOINT_FILE
         point = LoadCheckpoint()
@@ -383,7 +388,8 @@ async def run_load(request: LoadRequest) -> LoadResult:
     else:
         checks = evaluate_gates(gates, outcome.samples)
         code = _exit_code(outcome, all(g.passed for g in checks))
-    finals = [r for r in final_results(store.results()) if r.final]
+    attempts = store.results()
+    finals = [r for r in final_results(attempts) if r.final]
     tests = load_verdicts(planned, finals, project)
     report = build_load_report(
         outcome.samples,
@@ -399,9 +405,10 @@ async def run_load(request: LoadRequest) -> LoadResult:
         budget_exceeded=outcome.budget_exceeded,
         verdicts={(t.suite, t.test_id): (t.verdict, t.pass_threshold) for t in tests},
         capacity=found.to_dict() if found is not None else None,
+        cost=cost_summary(attempts, finals),
     )
     write_load_report(report, store.dir / REPORT_FILE, redactor=redactor)
-    _write_summary(store, tests, finals, outcome, code, loaded, started_at, redactor)
+    _write_summary(store, tests, attempts, finals, outcome, code, loaded, started_at, redactor)
     if request.json:
         write_load_report(report, request.json, redactor=redactor)
     render_load_report(report, color=request.color, stream=stream, redactor=redactor)
@@ -428,6 +435,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
 def _write_summary(
     store: ResultsStore,
     tests: list[TestVerdict],
+    attempts: list[RunResult],
     finals: list[RunResult],
     outcome: LoadOutcome,
     code: int,
@@ -443,6 +451,7 @@ def _write_summary(
         exit_code=code,
         tests=tests,
         results=finals,
+        attempts=attempts,
         run_dir=store.dir,
         suites=[s.suite.suite for s in loaded],
         started_at=started_at,

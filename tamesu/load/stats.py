@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from tamesu.costs import result_cost
 from tamesu.metrics import percentile
 from tamesu.targets.faults import agent_fault
 
@@ -62,6 +63,8 @@ class CallSample(msgspec.Struct, kw_only=True):
     fault: str | None = None
     agent_faults: dict[str, int] = msgspec.field(default_factory=dict)
     """The result's ``agent_faults``: what the agent did wrong in this attempt, retried or not."""
+    cost_usd: float = 0.0
+    """What the attempt cost (its ``cost_usd`` metric: model calls, speech, call minutes)."""
     turn_latency_ms: list[tuple[float, float]] = msgspec.field(default_factory=list)
     """(seconds since the test started, milliseconds) per agent turn."""
     response_ms: list[tuple[float, float]] = msgspec.field(default_factory=list)
@@ -87,6 +90,7 @@ def sample_of(
         outcome=result.outcome,
         fault=fault_kind(result),
         agent_faults=dict(result.agent_faults),
+        cost_usd=result_cost(result),
     )
     if transcript is None:
         return sample

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tamesu.costs import cost_summary
+from tamesu.reports.cost import cost_line, usd
 from tamesu.reports.junit import assertion_line
 from tamesu.reports.words import VERDICT_WORD
 from tamesu.runner.invocation import Reporter
@@ -207,6 +209,9 @@ class ConsoleReporter(Reporter):
         self._findings(result)
         style = "red" if result.exit_code else "green"
         self.console.print(self._text(final_line(result), f"bold {style}"))
+        cost = cost_summary(result.attempts or result.results, result.results)
+        if cost["total_usd"] > 0:
+            self.console.print(self._text(cost_line(cost)))
         if result.run_dir is not None:
             report = f", report {_shown(result.report)}" if result.report is not None else ""
             self.console.print(self._text(f"results in {_shown(result.run_dir)}{report}", "dim"))
@@ -217,7 +222,18 @@ class ConsoleReporter(Reporter):
 
         table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
         rates = any(t.rate_text for t in result.tests)
-        headers = ("verdict", "test", "passes", *(("pass rate",) if rates else ()), "duration", "target")
+        cost = cost_summary(result.attempts or result.results, result.results)
+        spent = {(row["suite"], row["test_id"]): row["cost_usd"] for row in cost["tests"]}
+        costs = cost["total_usd"] > 0
+        headers = (
+            "verdict",
+            "test",
+            "passes",
+            *(("pass rate",) if rates else ()),
+            "duration",
+            *(("cost",) if costs else ()),
+            "target",
+        )
         for header in headers:
             table.add_column(header, overflow="fold")
         several = len(result.suites) > 1
@@ -234,6 +250,7 @@ class ConsoleReporter(Reporter):
                 self._text(t.pass_count),
                 *((self._text(t.rate_text),) if rates else ()),
                 self._text(f"{t.duration:.2f}s"),
+                *((self._text(usd(spent.get((t.suite, t.test_id), 0.0))),) if costs else ()),
                 self._text(t.target),
             )
         return table

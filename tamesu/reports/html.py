@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.metrics import shown_metrics
+from tamesu.reports.cost import cost_fact, usd
 from tamesu.reports.html_capacity import capacity_section
 from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_findings import findings_section
@@ -138,6 +139,8 @@ def _header(run: RunDirectory, rows: list[TestRow], title: str) -> str:
         facts.append(f"exit code {h(summary['exit_code'])}")
     if run.settings.get("tamesu_version"):
         facts.append(f"tamesu {h(run.settings['tamesu_version'])}")
+    if cost_fact(summary.get("cost")):
+        facts.append(h(cost_fact(summary.get("cost"))))
     banner = ""
     if not run.complete:
         banner = (
@@ -207,6 +210,7 @@ def _mark(row: TestRow) -> str:
 
 def _summary_table(rows: list[TestRow]) -> str:
     several = len({r.suite for r in rows}) > 1
+    priced = any(r.info.get("cost_usd") for r in rows)
     body = []
     for n, row in enumerate(rows):
         name = f"{row.suite} / {row.test_id}" if several else row.test_id
@@ -215,11 +219,13 @@ def _summary_table(rows: list[TestRow]) -> str:
             f'<tr {_data(row)}><td class="verdict v-{h(row.verdict)}">{_mark(row)}</td>'
             f'<td><a href="#test-{n}">{h(name)}</a></td><td>{h(info.get("pass_count", ""))}</td>'
             f'<td class="num">{_rate(info)}</td><td class="num">{float(info.get("duration") or 0):.2f}s</td>'
-            f"<td>{h(row.target)}</td></tr>"
+            + (f'<td class="num">{h(usd(info.get("cost_usd")))}</td>' if priced else "")
+            + f"<td>{h(row.target)}</td></tr>"
         )
+    cost_head = "<th>cost</th>" if priced else ""
     return (
         '<h2>Summary</h2><table class="summary"><thead><tr><th>verdict</th><th>test</th><th>passes</th>'
-        f"<th>pass rate</th><th>duration</th><th>target</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+        f"<th>pass rate</th><th>duration</th>{cost_head}<th>target</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
 
 

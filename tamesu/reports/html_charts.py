@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from tamesu.reports.cost import cost_fact
 from tamesu.reports.load_report import gate_text
 
 __all__ = ["line_chart", "load_section"]
@@ -132,6 +133,8 @@ def load_section(report: dict[str, Any]) -> str:
         + ", ".join(f"{escape(str(k))} {escape(str(v))}" for k, v in sorted(outcomes.items()))
         + "</p>"
     )
+    if cost_fact(report.get("cost")):
+        parts.append(f'<p class="meta">{escape(cost_fact(report.get("cost")))}</p>')
     gates = report.get("gates") or []
     if gates:
         rows = "".join(

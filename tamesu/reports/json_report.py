@@ -5,7 +5,8 @@ metrics, the red-team findings most severe first) so that other tools never need
 results.jsonl; the summary is the same without the runs (findings counted by severity), small
 enough to read at a glance. ``agent_faults`` totals every 5xx, refusal, timeout and drop the
 agents produced over every attempt, the ones the connect policy retried included (each run holds
-its own).
+its own). ``cost`` is what the invocation cost (``tamesu.costs.cost_summary``: in all, per run,
+per passed run, by part and by test), and each test has its ``cost_usd``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from tamesu.costs import cost_summary
 from tamesu.redteam.findings import by_severity, severity_counts
 
 if TYPE_CHECKING:
@@ -106,6 +108,8 @@ def statistics(t: TestVerdict) -> dict[str, Any]:
 
 def summary(result: InvocationResult) -> dict[str, Any]:
     """The invocation without its runs: what summary.json holds."""
+    cost = cost_summary(_every_attempt(result), result.results)
+    spent = {(row["suite"], row["test_id"]): row["cost_usd"] for row in cost["tests"]}
     return {
         "suites": result.suites,
         "run_dir": str(result.run_dir) if result.run_dir else None,
@@ -121,8 +125,11 @@ def summary(result: InvocationResult) -> dict[str, Any]:
         "attempts": len(result.attempts),
         "agent_faults": agent_faults(_every_attempt(result)),
         "capacity": result.capacity,
-        "tests": [_test(t, runs=False) for t in result.tests],
+        "tests": [
+            {**_test(t, runs=False), "cost_usd": spent.get((t.suite, t.test_id), 0.0)} for t in result.tests
+        ],
         "findings": severity_counts(f for r in result.results for f in r.findings),
+        "cost": cost,
         **_grid(result),
     }
 
@@ -146,7 +153,10 @@ def invocation_dict(result: InvocationResult, *, redactor: Redactor | None = Non
     """The whole invocation: settings, verdicts, runs, assertion results and metrics."""
     data = summary(result)
     data["settings"] = result.settings
-    data["tests"] = [_test(t, runs=True) for t in result.tests]
+    spent = {(row["suite"], row["test_id"]): row["cost_usd"] for row in data["cost"]["tests"]}
+    data["tests"] = [
+        {**_test(t, runs=True), "cost_usd": spent.get((t.suite, t.test_id), 0.0)} for t in result.tests
+    ]
     data["findings"] = [
         msgspec.to_builtins(f) for f in by_severity(f for r in result.results for f in r.findings)
     ]

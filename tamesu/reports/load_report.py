@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tamesu.load.stats import SERIES, CallSample, window_rows
 from tamesu.metrics import percentile
+from tamesu.reports.cost import cost_line, usd
 from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def build_load_report(
     budget_exceeded: str | None = None,
     verdicts: Mapping[tuple[str, str], tuple[str, float]] | None = None,
     capacity: dict[str, Any] | None = None,
+    cost: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole report as plain data (what load-report.json holds); ``verdicts`` is each test's
     (verdict, pass_threshold)."""
@@ -137,6 +139,7 @@ def build_load_report(
         "gates": [g.__dict__ for g in gates],
         "gates_passed": all(g.passed for g in gates),
         **({"capacity": capacity} if capacity is not None else {}),
+        **({"cost": cost} if cost is not None else {}),
     }
 
 
@@ -170,16 +173,12 @@ def gate_text(g: dict[str, Any]) -> str:
         shown = "-" if actual is None else f"{actual:.2f}x"
         return f"{shown} (at most {'-' if limit is None else f'{limit:.2f}x'})"
     if name.startswith("cost"):
-        return f"{_usd(actual)} (at most {_usd(limit)})"
+        return f"{usd(actual)} (at most {usd(limit)})"
     return f"{_ms(actual)} ms (at most {'-' if limit is None else f'{limit:g}'})"
 
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _usd(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}"
 
 
 def render_load_report(
@@ -269,6 +268,8 @@ def render_load_report(
     if tests:
         say()
         say(table(tests, header=["test", "calls", "pass", "failing checks"], color=color))
+    if report.get("cost") and report["cost"].get("total_usd"):
+        say(cost_line(report["cost"]))
     say()
     say("Gates:")
     for g in report["gates"]:
@@ -295,10 +296,17 @@ def capacity_line(capacity: dict[str, Any]) -> str:
     found, broke, stopped = capacity.get("concurrency"), capacity.get("broke"), capacity.get("stopped")
     if stopped == "driver_bound":
         least = capacity.get("at_least")
+        at = capacity.get("driver_bound_at")
+        bound = next((lv for lv in capacity.get("levels") or [] if lv.get("concurrency") == at), {})
+        who = (
+            "a Ray worker's"
+            if (bound.get("workers_cpu") or 0) >= (bound.get("driver_cpu") or 0)
+            else "tamesu's own"
+        )
         return (
-            f"capacity: not measured: tamesu's own CPU was the limit at {capacity.get('driver_bound_at')} calls "
-            f"in flight (the agent held {least if least is not None else 'no level'}); "
-            "run the steps on more workers (--ray, --workers)"
+            f"capacity: not measured: {who} CPU was the limit at {at} calls in flight, not the agent "
+            f"(every gate held up to {least if least is not None else 'no level'}); "
+            "run the steps on more workers (--ray, --workers, --address)"
         )
     why = f"{_gate_name(broke['gate'])} broke at {broke['concurrency']}" if broke else ""
     if found is None:
@@ -331,7 +339,8 @@ def capacity_table(capacity: dict[str, Any], *, color: bool = False) -> str:
             else "broke: " + ", ".join(map(_gate_name, lv.get("broke") or []))
         )
         if lv.get("driver_bound"):
-            verdict = f"driver CPU {float(lv.get('driver_cpu') or 0):.0%}"
+            busiest = max(float(lv.get("driver_cpu") or 0), float(lv.get("workers_cpu") or 0))
+            verdict = f"tamesu CPU {busiest:.0%}: not the agent's limit"
         rows.append(
             [
                 str(lv.get("concurrency")),

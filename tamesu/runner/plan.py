@@ -140,6 +140,8 @@ def plan(
                 extra["attack"] = attack
             if test.steps:
                 extra["max_goal_steps"] = defaults.max_goal_steps
+            if project is not None and project.prices is not None:
+                extra["prices"] = project.prices
             if project is not None and project.sip is not None and getattr(target, "type", "") == "sip":
                 extra["sip"] = project.sip
             if project is not None and project.livekit is not None and getattr(target, "type", "") == "sip":

@@ -140,9 +140,10 @@ async def render_speech(
     from tamesu.speech_pool import local_speech_pool
 
     pool = pool or local_speech_pool()
-    cache = _caches.get(pool)
+    owner = getattr(pool, "shared", pool)  # a run's metered view shares its pool's cache
+    cache = _caches.get(owner)
     if cache is None:
-        cache = _caches[pool] = OrderedDict()
+        cache = _caches[owner] = OrderedDict()
     key = (engine, voice, language, text, rate)
     hit = cache.get(key)
     if hit is not None:

@@ -64,10 +64,11 @@ class GreeterAdapter(EchoAdapter):
 
 
 class SpeechProbe(TargetAdapter):
-    """Names the speech pool its run handed it (what an audio target would speak and listen with)."""
+    """Names the speech pool its run handed it (what an audio target would speak and listen with),
+    under the run's metered view of it."""
 
     async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
-        yield AgentTurn(text=type(self.ctx.speech).__name__, done=True)
+        yield AgentTurn(text=type(getattr(self.ctx.speech, "shared", self.ctx.speech)).__name__, done=True)
 
 
 class FailingAdapter(EchoAdapter):

@@ -61,7 +61,18 @@ def test_each_run_is_recorded_and_diff_names_the_regression(
     capsys.readouterr()
     assert main(["history", "--color", "never"]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert listed[0].split() == ["id", "when", "suites", "git", "pass/fail/err", "took", "cost", "exit"]
+    assert listed[0].split() == [
+        "id",
+        "when",
+        "suites",
+        "git",
+        "pass/fail/err",
+        "took",
+        "cost",
+        "per",
+        "pass",
+        "exit",
+    ]
     assert [line.split()[0] for line in listed[1:]] == ["2", "1"]
     assert "main@" in listed[1] and listed[1].split()[-1] == "1" and "1/1/0" in listed[1]
     assert main(["diff"]) == 0

@@ -120,6 +120,16 @@ async def test_a_step_whose_errors_are_far_over_their_gate_stops_at_once(tmp_pat
     assert result.exit_code == 3, "no call reached a verdict: the agent, not its capacity, is the problem"
 
 
+class SaturatedMeter:
+    """tamesu's own process busy all the time (what a driver at its limit measures)."""
+
+    async def start(self) -> None:
+        pass
+
+    async def shares(self) -> tuple[float, float | None]:
+        return 0.97, None
+
+
 async def test_a_step_limited_by_tamesus_own_cpu_gives_no_capacity(tmp_path: Path) -> None:
     async with serve_loaded_agent(base_ms=5, per_call_ms=1) as (url, _):
         (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url))
@@ -130,12 +140,14 @@ async def test_a_step_limited_by_tamesus_own_cpu_gives_no_capacity(tmp_path: Pat
                 output=str(tmp_path / "runs"),
                 quiet=True,
                 stream=io.StringIO(),
-                driver_cpu=lambda: lambda: 0.97,
+                cpu_meter=SaturatedMeter(),
             )
         )
     found = result.report["capacity"]
     assert (result.exit_code, found["concurrency"], found["stopped"]) == (3, None, "driver_bound")
-    assert capacity_line(found).startswith("capacity: not measured: tamesu's own CPU was the limit at 1")
+    assert capacity_line(found).startswith(
+        "capacity: not measured: tamesu's own CPU was the limit at 1 calls in flight, not the agent"
+    )
 
 
 @pytest.mark.unit

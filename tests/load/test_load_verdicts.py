@@ -83,3 +83,31 @@ async def test_a_stricter_test_is_not_let_off_by_a_looser_neighbour(tmp_path: Pa
     assert result.report["pass_rate"] == 0.25
     assert gates == {"pass_rate/ok": False, "pass_rate/flaky": True}
     assert result.exit_code == 1
+
+
+async def test_the_cost_per_passed_call_is_reported_and_gated(tmp_path: Path) -> None:
+    (tmp_path / "tamesu.yaml").write_text("prices: { call_minute: { api: 600 } }\n")
+    async with serve_fault_agent(delay=0.005) as (url, _):
+        (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url))
+        out = io.StringIO()
+        result = await run_load(
+            LoadRequest(
+                paths=[str(tmp_path / "suite.yaml")],
+                overrides={"calls": 8, "concurrency": 2, "gates": {"cost_per_pass": 1e-9}},
+                output=str(tmp_path / "runs"),
+                quiet=True,
+                stream=out,
+            )
+        )
+    cost = result.report["cost"]
+    calls = [json.loads(line) for line in (result.run_dir / "results.jsonl").read_text().splitlines()]
+    total = sum(c["metrics"]["cost_usd"] for c in calls)
+    passed = sum(c["outcome"] == "passed" for c in calls)
+    assert total > 0 and cost["total_usd"] == pytest.approx(total)
+    assert cost["per_pass_usd"] == pytest.approx(total / passed)
+    [gate] = [g for g in result.report["gates"] if g["name"] == "cost_per_pass"]
+    assert not gate["passed"] and gate["actual"] == pytest.approx(total / passed)
+    assert result.exit_code == 1
+    text = out.getvalue()
+    assert f"cost: ${total:.4f} in all" in text
+    assert f"FAIL cost_per_pass: ${total / passed:.4f} (at most $1e-09)" in text

@@ -45,3 +45,5 @@ async def test_a_capacity_search_on_ray_workers_finds_the_agents_own_figure(tmp_
     assert abs(found - expected) <= 0.2 * expected, report["capacity"]
     assert f"capacity: {found} calls in flight; turn_latency_ms_p95 broke at" in text
     assert agent.max_in_flight <= 16
+    # the steps ran on the workers: the search measured how busy they were at each step
+    assert all(lv["workers_cpu"] is not None for lv in report["capacity"]["levels"])

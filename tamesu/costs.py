@@ -1,0 +1,119 @@
+"""What one run cost: tamesu's own model calls, speech, and call minutes, as run metrics.
+
+``run_costs`` adds to a run's metrics (so they travel in results.jsonl, back from Ray workers, into
+history and gates like any metric): ``speech_cost_usd`` (hosted TTS characters and STT minutes at
+the ``prices:`` of tamesu.yaml, local engines by the seconds the run waited on them),
+``call_minutes`` and ``call_minutes_cost_usd`` (the call's length at the target's price per
+minute), and ``cost_usd``, the sum of those and ``llm_cost_usd`` (priced from genai-prices). A
+hosted engine without a price costs 0 and sets ``speech_unpriced`` rather than being guessed.
+
+``cost_summary`` adds the attempts of an invocation up: in all, per run, per passed run (what one
+pass costs once the failures and retries are paid for), by part and by test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tamesu.config.prices import Prices
+    from tamesu.kernel.outcome import RunResult
+    from tamesu.speech_pool import MeteredSpeech
+
+__all__ = ["LOCAL_SPEECH_ENGINES", "cost_summary", "metrics_cost", "result_cost", "run_costs"]
+
+LOCAL_SPEECH_ENGINES = frozenset({"piper", "espeak", "whisper"})
+"""Engines that run on this machine: priced by the seconds spent in them, never per character."""
+
+
+def run_costs(
+    metrics: Mapping[str, float],
+    *,
+    prices: Prices | None,
+    target_name: str,
+    target_type: str,
+    speech: MeteredSpeech | None = None,
+) -> dict[str, float]:
+    """The cost metrics of one run, from its other metrics and what it asked of speech engines."""
+    out: dict[str, float] = {}
+    speech_usd = 0.0
+    unpriced = False
+    if speech is not None and speech.used:
+        out["tts_characters"] = float(sum(speech.tts_characters.values()))
+        out["stt_seconds"] = sum(speech.stt_seconds.values())
+        for engine, waited in speech.engine_seconds.items():
+            if engine in LOCAL_SPEECH_ENGINES:
+                out["local_speech_s"] = out.get("local_speech_s", 0.0) + waited
+                speech_usd += waited * (prices.local_speech_second if prices is not None else 0.0)
+                continue
+            per_char = (prices.tts_million_characters if prices is not None else {}).get(engine)
+            per_minute = (prices.stt_minute if prices is not None else {}).get(engine)
+            chars, seconds = speech.tts_characters.get(engine, 0), speech.stt_seconds.get(engine, 0.0)
+            if chars:
+                unpriced |= per_char is None
+                speech_usd += chars * (per_char or 0.0) / 1e6
+            if seconds:
+                unpriced |= per_minute is None
+                speech_usd += seconds / 60.0 * (per_minute or 0.0)
+        out["speech_cost_usd"] = speech_usd
+        if unpriced:
+            out["speech_unpriced"] = 1.0
+    length = metrics.get("call_duration_s", metrics.get("duration_s"))
+    per_minute = prices.minute_price(target_name, target_type) if prices is not None else None
+    minutes_usd = 0.0
+    if length is not None and per_minute is not None:
+        out["call_minutes"] = float(length) / 60.0
+        minutes_usd = out["call_minutes"] * per_minute
+        out["call_minutes_cost_usd"] = minutes_usd
+    out["cost_usd"] = float(metrics.get("llm_cost_usd", 0.0) or 0.0) + speech_usd + minutes_usd
+    return out
+
+
+def metrics_cost(metrics: Mapping[str, float]) -> float:
+    """A run's cost from its metrics (one written before ``cost_usd`` existed: its model calls)."""
+    return float(metrics.get("cost_usd", metrics.get("llm_cost_usd", 0.0)) or 0.0)
+
+
+def result_cost(result: RunResult) -> float:
+    """One attempt's cost."""
+    return metrics_cost(result.metrics)
+
+
+def _part(result: RunResult, name: str) -> float:
+    return float(result.metrics.get(name, 0.0) or 0.0)
+
+
+def cost_summary(attempts: Iterable[RunResult], finals: Iterable[RunResult]) -> dict[str, Any]:
+    """Every attempt's cost (retried ones were paid for too) against the final runs that passed.
+
+    ``per_pass_usd`` is None when no run passed: nothing was bought, whatever it cost.
+    """
+    paid = list(attempts)
+    ended = list(finals)
+    total = sum(result_cost(r) for r in paid)
+    passed = sum(1 for r in ended if r.outcome == "passed")
+    by_test: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in paid:
+        row = by_test.setdefault(
+            (r.suite, r.test_id), {"suite": r.suite, "test_id": r.test_id, "cost_usd": 0.0}
+        )
+        row["cost_usd"] += result_cost(r)
+    for key, row in by_test.items():
+        runs = [r for r in ended if (r.suite, r.test_id) == key]
+        won = sum(1 for r in runs if r.outcome == "passed")
+        row.update(runs=len(runs), passed=won, per_pass_usd=row["cost_usd"] / won if won else None)
+    return {
+        "total_usd": total,
+        "runs": len(ended),
+        "passed": passed,
+        "per_run_usd": total / len(ended) if ended else None,
+        "per_pass_usd": total / passed if passed else None,
+        "parts": {
+            "models_usd": sum(_part(r, "llm_cost_usd") for r in paid),
+            "speech_usd": sum(_part(r, "speech_cost_usd") for r in paid),
+            "call_minutes_usd": sum(_part(r, "call_minutes_cost_usd") for r in paid),
+        },
+        "unpriced_speech": any(r.metrics.get("speech_unpriced") for r in paid),
+        "tests": list(by_test.values()),
+    }
