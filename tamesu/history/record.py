@@ -142,16 +142,16 @@ def invocation_of(result: InvocationResult) -> Invocation:
         duration=result.duration,
         exit_code=result.exit_code,
         counts={k: counts.get(k, 0) for k in _VERDICTS},
-        summary=_facts(
-            result.settings.get("options") or {}, sum(len(t.skipped_checks) for t in result.tests)
-        ),
+        summary={
+            **_facts(result.settings.get("options") or {}, sum(len(t.skipped_checks) for t in result.tests)),
+            "cost": cost,
+        },
         tests=tests,
         run_dir=str(result.run_dir) if result.run_dir else None,
         argv=[str(a) for a in result.settings.get("argv") or []],
         tamesu_version=result.settings.get("tamesu_version"),
         cost_usd=cost["total_usd"],
         tokens=sum(float(r.metrics.get("llm_tokens", 0) or 0) for r in result.results),
-        summary={"cost": cost},
     )
 
 
