@@ -20,6 +20,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -286,9 +287,17 @@ class Peers:
                 proc.wait()
 
 
+@dataclass(frozen=True)
+class Smoke:
+    verdicts: dict[str, dict[str, Any]]
+    """Test id -> its verdict in the JSON report."""
+    output: str
+    cwd: Path
+
+
 @pytest.fixture(scope="session")
-def smoke(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict]]:
-    """The smoke suite run by the installed ``tamesu`` command: each test's verdict in the JSON report."""
+def smoke(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Smoke]:
+    """The smoke suite run by the installed ``tamesu`` command."""
     if shutil.which("chromium") is None:
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     cwd = tmp_path_factory.mktemp("smoke")
@@ -329,17 +338,23 @@ def smoke(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> Ite
         assert (cwd / "out.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
         report = json.loads((cwd / "out.json").read_text())
         verdicts = {t["test_id"]: t for t in report["tests"]}
-        yield {"verdicts": verdicts, "output": {"text": done.stdout + done.stderr}}
+        yield Smoke(verdicts, done.stdout + done.stderr, cwd)
     finally:
         peers.stop()
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_smoke_suite_per_target_family_passes_from_the_installed_wheel(
-    smoke: dict[str, dict], family: str
-) -> None:
+def test_a_smoke_suite_per_target_family_passes_from_the_installed_wheel(smoke: Smoke, family: str) -> None:
     if family in ("voice", "sip") and not _speech_installed():
         pytest.skip("needs the voice extra (Piper and Whisper)")
-    verdict = smoke["verdicts"].get(family)
-    assert verdict is not None, smoke["output"]["text"][-3000:]
+    verdict = smoke.verdicts.get(family)
+    assert verdict is not None, smoke.output[-3000:]
     assert verdict["verdict"] == "passed", json.dumps(verdict)[:3000]
+
+
+def test_the_run_writes_its_html_report_with_the_installed_assets(smoke: Smoke) -> None:
+    last = smoke.output.rstrip().splitlines()[-1]
+    assert last.startswith("results in tamesu-runs/") and last.endswith("/report.html"), last
+    page = (smoke.cwd / last.rpartition(", report ")[2]).read_text(encoding="utf-8")
+    css = (ROOT / "tamesu" / "data" / "report" / "report.css").read_text(encoding="utf-8")
+    assert css.strip().splitlines()[0] in page and "wheel-smoke" in page
