@@ -108,7 +108,8 @@ async def run_evaluator(spec: EvaluatorSpec, ctx: AssertionContext) -> Assertion
         return AssertionResult.failed_to_evaluate(f"{spec.name}: {exc}")
     if score.inconclusive:
         return AssertionResult.cannot_tell(
-            expected={"name": spec.name, "min": minimum}, message=f"{spec.name}: the judge cannot tell: {score.reason}"
+            expected={"name": spec.name, "min": minimum},
+            message=f"{spec.name}: the judge cannot tell: {score.reason}",
         )
     return AssertionResult.of(
         score.value >= minimum,
