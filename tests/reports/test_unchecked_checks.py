@@ -181,3 +181,7 @@ async def test_a_judge_that_cannot_tell_is_inconclusive_and_strict_makes_it_a_fa
     assert root.get("failures") == "0" and root.get("skipped") == "1"
     (strict_test,) = strict.tests
     assert strict_test.verdict == "failed" and strict.exit_code == 1
+    strict_text = console(strict)
+    assert "  judge: inconclusive: expected 'The agent promises the refund within five days'" in strict_text
+    failure = ET.fromstring(write_junit(strict, tmp_path / "strict.xml").read_bytes()).find(".//failure")
+    assert failure is not None and failure.get("message", "").startswith("judge: inconclusive")
