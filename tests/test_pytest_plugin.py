@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import queue
 import re
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -88,3 +92,52 @@ def test_an_invalid_suite_is_a_collection_error_naming_the_line(suites: pytest.P
     result = suites.runpytest_subprocess("--tamesu", "suites/broken.yaml")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*broken.yaml:5:5*tagets*"])
+
+
+JUDGED = """
+suite: judged
+targets:
+  api: {{ type: rest, url: "{url}/chat", response: {{ text: $.reply }} }}
+tests:
+  - name: unsure
+    target: api
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ judge: "The agent promises a refund" }} ]
+"""
+
+
+@contextmanager
+def cannot_tell_judge() -> Iterator[str]:
+    """The scripted model server in a thread of its own, answering every judge "cannot tell"."""
+    from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
+
+    loop = asyncio.new_event_loop()
+    ready: queue.Queue[str] = queue.Queue()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        server = ModelServer(
+            default=Reply(json={"reason": "no refund talk", "cannot_tell": True, "passed": False})
+        )
+        async with serve_model_server(server) as s:
+            ready.put(s.base_url)
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        yield ready.get(timeout=30)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(30)
+
+
+def test_an_inconclusive_run_is_a_skipped_item_saying_why(pytester: pytest.Pytester) -> None:
+    with shop_agent() as url, cannot_tell_judge() as base_url:
+        project = f'output: runs\nhistory: {{ enabled: false }}\nproviders: {{ scripted: {{ base_url: "{base_url}" }} }}\nmodels: {{ judge: scripted/judge }}\n'
+        pytester.makefile(".yaml", tamesu=project)
+        (pytester.path / "suites").mkdir()
+        (pytester.path / "suites" / "judged.yaml").write_text(JUDGED.format(url=url))
+        result = pytester.runpytest_subprocess("--tamesu", "suites/", "-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1)
+    assert "inconclusive: judge: inconclusive:" in result.stdout.str()
