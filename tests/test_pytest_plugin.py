@@ -141,3 +141,36 @@ def test_an_inconclusive_run_is_a_skipped_item_saying_why(pytester: pytest.Pytes
         result = pytester.runpytest_subprocess("--tamesu", "suites/", "-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=1)
     assert "inconclusive: judge: inconclusive:" in result.stdout.str()
+
+
+NEEDS_GPU = """
+from tamesu.assertions import AssertionResult, custom_assertion
+
+
+@custom_assertion("voice_quality")
+def voice_quality(spec, ctx):
+    return AssertionResult.skip("needs a GPU, and this machine has none")
+"""
+
+
+def test_a_run_that_passed_with_a_skipped_check_passes_with_a_warning_naming_it(
+    pytester: pytest.Pytester,
+) -> None:
+    with shop_agent() as url:
+        pytester.makefile(".yaml", tamesu="output: runs\nhistory: { enabled: false }\n")
+        (pytester.path / "tamesu_assertions").mkdir()
+        (pytester.path / "tamesu_assertions" / "gpu.py").write_text(NEEDS_GPU)
+        suite = SUITE.format(url=url).replace(
+            "assert: [ { contains: Hello } ]", "assert: [ { contains: Hello }, { custom: voice_quality } ]"
+        )
+        (pytester.path / "suites").mkdir()
+        (pytester.path / "suites" / "shop.yaml").write_text(suite)
+        result = pytester.runpytest_subprocess(
+            "--tamesu", "suites/", "-k", "greets", "-p", "no:cacheprovider"
+        )
+    result.assert_outcomes(passed=1, deselected=5)
+    text = result.stdout.str()
+    assert (
+        "SkippedChecks: shop / greets passed with 1 check(s) not evaluated: custom: skipped: "
+        "expected 'voice_quality' (needs a GPU, and this machine has none)"
+    ) in text
