@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from .reports.builders import NEEDS_GPU
 from .reports.runs import shop_agent
 
 pytest_plugins = ["pytester"]
@@ -141,16 +142,6 @@ def test_an_inconclusive_run_is_a_skipped_item_saying_why(pytester: pytest.Pytes
         result = pytester.runpytest_subprocess("--tamesu", "suites/", "-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=1)
     assert "inconclusive: judge: inconclusive:" in result.stdout.str()
-
-
-NEEDS_GPU = """
-from tamesu.assertions import AssertionResult, custom_assertion
-
-
-@custom_assertion("voice_quality")
-def voice_quality(spec, ctx):
-    return AssertionResult.skip("needs a GPU, and this machine has none")
-"""
 
 
 def test_a_run_that_passed_with_a_skipped_check_passes_with_a_warning_naming_it(

@@ -26,6 +26,7 @@ from tamesu.runner.results import read_transcript
 from tamesu.testing.model_server import Reply, serve_model_server
 
 from ..redteam.agents import serve_agent
+from .builders import NEEDS_GPU
 
 pytestmark = pytest.mark.integration
 
@@ -142,16 +143,6 @@ async def test_strict_makes_a_skipped_check_an_error_that_names_it(tmp_path: Pat
     (run,) = policy.runs
     assert run.error is not None and run.error.startswith("strict: check detector:pack:policy_consistency")
     assert next(t for t in result.tests if t.test_id == "greets").verdict == "passed"
-
-
-NEEDS_GPU = """
-from tamesu.assertions import AssertionResult, custom_assertion
-
-
-@custom_assertion("voice_quality")
-def voice_quality(spec, ctx):
-    return AssertionResult.skip("needs a GPU, and this machine has none")
-"""
 
 
 async def test_a_test_whose_checks_were_all_skipped_is_skipped_in_junit(tmp_path: Path) -> None:
