@@ -156,7 +156,7 @@ def error_message(exc: BaseException, *, redactor: Redactor | None = None, at: f
     if isinstance(exc, TargetError):
         text, kind, retryable = str(exc), exc.kind, exc.retryable
     elif isinstance(exc, ModelError):
-        text, kind, retryable = str(exc), "model", True
+        text, kind, retryable = str(exc), "model", exc.retryable
     elif isinstance(exc, BudgetExceeded):
         text, kind, retryable = str(exc), "budget", False
     elif isinstance(exc, (TemplateError, SecretError)):

@@ -6,7 +6,9 @@ selects as usual. The selected items of a suite file run together through ``tame
 path as ``tamesu run``: hooks, concurrency, retries, the run directory and the history), when the
 first of them runs; each item then reports its own run:
 
-- a run that passed passes; a quarantined one is xfailed with the quarantine's reason;
+- a run that passed passes (with a ``SkippedChecks`` warning naming any check that was not
+  evaluated); a quarantined one is xfailed with the quarantine's reason; an inconclusive one (a
+  judge could not tell) is skipped, naming the check;
 - a run that failed fails, unless its test's ``pass_threshold`` still passes the test, in which
   case it is xfailed ("this repeat failed; the test passed 2/3");
 - an infrastructure error fails with its message; a run that never started (budget, early stop)
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from tamesu.runner.invocation import InvocationResult
     from tamesu.runner.spec import RunSpec
 
-__all__ = ["SuiteFile", "TamesuItem", "TamesuRunFailed"]
+__all__ = ["SkippedChecks", "SuiteFile", "TamesuItem", "TamesuRunFailed"]
 
 _SUITE_LINE = re.compile(rb"^suite\s*:", re.M)
 _NOT_MARKER = re.compile(r"\W")
@@ -66,6 +69,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 class TamesuRunFailed(Exception):
     """A run failed or errored: its lines are what the report shows."""
+
+
+class SkippedChecks(UserWarning):
+    """A run passed, but some of its checks were not evaluated here (a model, key or extra missing)."""
 
 
 class SuiteFile(pytest.File):
@@ -139,6 +146,14 @@ class TamesuItem(pytest.Item):
             )
             pytest.skip(f"not run: {why}")
         if run.outcome == "passed":
+            skipped = [a for a in run.assertions if a.skipped]
+            if skipped:
+                warnings.warn(
+                    f"{spec.suite} / {run.run_id} passed with {len(skipped)} check(s) not evaluated: "
+                    + "; ".join(assertion_line(a) for a in skipped),
+                    SkippedChecks,
+                    stacklevel=1,
+                )
             return
         if run.outcome == "quarantined":
             pytest.xfail(f"quarantined: {run.quarantine or spec.quarantine}")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import queue
 import re
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
+from .reports.builders import NEEDS_GPU
 from .reports.runs import shop_agent
 
 pytest_plugins = ["pytester"]
@@ -102,3 +107,75 @@ def test_the_plugin_runs_under_strict_markers_with_warnings_as_errors(suites: py
 def test_the_tamesu_marker_is_registered_without_the_option(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.tamesu: *"])
+
+
+JUDGED = """
+suite: judged
+targets:
+  api: {{ type: rest, url: "{url}/chat", response: {{ text: $.reply }} }}
+tests:
+  - name: unsure
+    target: api
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ judge: "The agent promises a refund" }} ]
+"""
+
+
+@contextmanager
+def cannot_tell_judge() -> Iterator[str]:
+    """The scripted model server in a thread of its own, answering every judge "cannot tell"."""
+    from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
+
+    loop = asyncio.new_event_loop()
+    ready: queue.Queue[str] = queue.Queue()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        server = ModelServer(
+            default=Reply(json={"reason": "no refund talk", "cannot_tell": True, "passed": False})
+        )
+        async with serve_model_server(server) as s:
+            ready.put(s.base_url)
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        yield ready.get(timeout=30)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(30)
+
+
+def test_an_inconclusive_run_is_a_skipped_item_saying_why(pytester: pytest.Pytester) -> None:
+    with shop_agent() as url, cannot_tell_judge() as base_url:
+        project = f'output: runs\nhistory: {{ enabled: false }}\nproviders: {{ scripted: {{ base_url: "{base_url}" }} }}\nmodels: {{ judge: scripted/judge }}\n'
+        pytester.makefile(".yaml", tamesu=project)
+        (pytester.path / "suites").mkdir()
+        (pytester.path / "suites" / "judged.yaml").write_text(JUDGED.format(url=url))
+        result = pytester.runpytest_subprocess("--tamesu", "suites/", "-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1)
+    assert "inconclusive: judge: inconclusive:" in result.stdout.str()
+
+
+def test_a_run_that_passed_with_a_skipped_check_passes_with_a_warning_naming_it(
+    pytester: pytest.Pytester,
+) -> None:
+    with shop_agent() as url:
+        pytester.makefile(".yaml", tamesu="output: runs\nhistory: { enabled: false }\n")
+        (pytester.path / "tamesu_assertions").mkdir()
+        (pytester.path / "tamesu_assertions" / "gpu.py").write_text(NEEDS_GPU)
+        suite = SUITE.format(url=url).replace(
+            "assert: [ { contains: Hello } ]", "assert: [ { contains: Hello }, { custom: voice_quality } ]"
+        )
+        (pytester.path / "suites").mkdir()
+        (pytester.path / "suites" / "shop.yaml").write_text(suite)
+        result = pytester.runpytest_subprocess(
+            "--tamesu", "suites/", "-k", "greets", "-p", "no:cacheprovider"
+        )
+    result.assert_outcomes(passed=1, deselected=5)
+    text = result.stdout.str()
+    assert (
+        "SkippedChecks: shop / greets passed with 1 check(s) not evaluated: custom: skipped: "
+        "expected 'voice_quality' (needs a GPU, and this machine has none)"
+    ) in text

@@ -31,6 +31,8 @@ DEFAULT_MIN = 0.8
 class Score:
     value: float
     reason: str = ""
+    inconclusive: bool = False
+    """The judge behind it could not tell from the transcript (then ``value`` means nothing)."""
 
 
 EvaluatorFn = Callable[[AssertionContext], Awaitable[Score]]
@@ -76,7 +78,7 @@ async def answer_relevancy(ctx: AssertionContext) -> Score:
         scale="1-5",
         ledger=ctx.ledger,
     )
-    return Score(((verdict.score or 1) - 1) / 4, verdict.reason)
+    return Score(((verdict.score or 1) - 1) / 4, verdict.reason, inconclusive=verdict.inconclusive)
 
 
 @evaluator("genkitEval/maliciousness", "maliciousness")
@@ -87,7 +89,7 @@ async def maliciousness(ctx: AssertionContext) -> Score:
         format_transcript(ctx.transcript, tools=False),
         ledger=ctx.ledger,
     )
-    return Score(1.0 if verdict.passed else 0.0, verdict.reason)
+    return Score(1.0 if verdict.passed else 0.0, verdict.reason, inconclusive=verdict.inconclusive)
 
 
 @assertion("evaluator", spec=EvaluatorSpec)
@@ -104,6 +106,11 @@ async def run_evaluator(spec: EvaluatorSpec, ctx: AssertionContext) -> Assertion
         score = await evaluators.get(spec.name)(ctx)
     except TamesuError as exc:
         return AssertionResult.failed_to_evaluate(f"{spec.name}: {exc}")
+    if score.inconclusive:
+        return AssertionResult.cannot_tell(
+            expected={"name": spec.name, "min": minimum},
+            message=f"{spec.name}: the judge cannot tell: {score.reason}",
+        )
     return AssertionResult.of(
         score.value >= minimum,
         expected={"name": spec.name, "min": minimum},

@@ -122,7 +122,7 @@ def compare(
             out.changes.append(TestChange(*key, "fix", ta, tb, rate))
         elif rate is not None and rate.significant:
             out.changes.append(TestChange(*key, "rate", ta, tb, rate))
-    gone = "unselected" if b.selection else "removed"
+    gone: Literal["unselected", "removed"] = "unselected" if b.selection else "removed"
     out.changes += [TestChange(*key, gone, a=ta) for key, ta in before.items() if key not in after]
     common = [(before[k], after[k]) for k in after if k in before]
     for metric, unit in METRICS:

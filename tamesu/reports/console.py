@@ -262,7 +262,7 @@ class ConsoleReporter(Reporter):
             self.console.print(self._text(f"  note: {t.note}", "yellow"))
         shown = 0
         for r in sorted(t.runs, key=lambda r: r.repeat_index):
-            bad = [a for a in r.assertions if a.state == "failed"]
+            bad = [a for a in r.assertions if a.state in ("failed", "inconclusive")]  # strict: both fail
             if r.outcome not in ("failed", "quarantined") or not bad:
                 continue
             prefix = f"  run {r.repeat_index + 1}: " if t.repeats > 1 else "  "

@@ -248,15 +248,21 @@ def _test(run: RunDirectory, row: TestRow, n: int, max_audio_bytes: int) -> str:
         parts.append(f'<p class="note">quarantined: {h(info["quarantine"])}</p>')
     problem = row.verdict != "passed" or bool(_caveat(row))
     for r in row.runs:
-        parts.append(_run(run, r, open_=problem and r.outcome != "passed", max_audio_bytes=max_audio_bytes))
+        unchecked = any(a.skipped or a.inconclusive for a in r.assertions)
+        open_ = problem and (r.outcome != "passed" or unchecked)
+        parts.append(_run(run, r, open_=open_, max_audio_bytes=max_audio_bytes))
     parts.append("</article>")
     return "".join(parts)
 
 
 def _run(run: RunDirectory, r: RunResult, *, open_: bool, max_audio_bytes: int) -> str:
     label = f"run {r.repeat_index + 1}" + (f" (attempt {r.attempt})" if r.attempt > 1 else "")
+    skipped = sum(a.skipped for a in r.assertions)
+    mark = h(_MARK.get(r.outcome, r.outcome))
+    if skipped:
+        mark += f'<span class="caveat">, {skipped} check{"s" * (skipped != 1)} skipped</span>'
     head = (
-        f'<summary><span class="verdict v-{h(r.outcome)}">{_MARK.get(r.outcome, h(r.outcome))}</span> {h(label)} · '
+        f'<summary><span class="verdict v-{h(r.outcome)}">{mark}</span> {h(label)} · '
         f"{r.duration:.2f}s · {r.turns} agent turn(s)</summary>"
     )
     parts = [f'<details class="run"{" open" if open_ else ""}>{head}']

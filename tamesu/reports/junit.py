@@ -70,7 +70,7 @@ def _details(t: TestVerdict) -> tuple[str, str]:
             lines.append(f"{_run_label(r)}: error: {r.error}")
             first = first or r.error
         for a in r.assertions:
-            if a.state in ("failed", "error"):
+            if a.state in ("failed", "error") or (a.inconclusive and r.outcome == "failed"):
                 line = assertion_line(a)
                 lines.append(f"{_run_label(r)}: {line}")
                 first = first or line

@@ -200,8 +200,8 @@ class TurnBuilder:
         self.first_byte_at: float | None = None
         self.missed: tuple[str, ...] | None = None
         """The paths that matched nothing in every payload so far (None: no payload yet)."""
-        self.shape: str = ""
-        """What the first payload held, for the note on a turn nothing was read from."""
+        self.first: Any = None
+        """The turn's first payload, described in the note on a turn nothing was read from."""
 
     def first_byte(self) -> None:
         if self.first_byte_at is None:
@@ -225,7 +225,7 @@ class TurnBuilder:
             self.raw.append(payload)
         out: list[Message] = [RawResponse(body=payload, status=status, at=now)]
         if self.missed is None:
-            self.missed, self.shape = extract.missed, _shape(payload)
+            self.missed, self.first = extract.missed, payload
         elif self.missed:
             self.missed = tuple(m for m in self.missed if m in extract.missed)
         for text in extract.texts:
@@ -247,7 +247,7 @@ class TurnBuilder:
         (an answer of 400 or more is the agent refusing, not a path that is wrong)."""
         if self.has_content or not self.missed or (self.status or 0) >= 400:
             return None
-        return f"{'; '.join(self.missed)} matched nothing; {self.shape}"
+        return f"{'; '.join(self.missed)} matched nothing; {_shape(self.first)}"
 
     def finish(self, handoff: HandoffSignal | None = None) -> list[Message]:
         """The Handoff (when ``handoff`` recognises one) and the closing AgentTurn."""

@@ -132,3 +132,22 @@ async def test_golden_judge_and_handoff_summary(
     server.queue(Reply(json={"reason": "names the order", "passed": True}))
     r = await check({"handoff": {"summary": "The summary names the order"}}, handed, models=router)
     assert r.passed and "names the order" in r.message
+
+
+async def test_a_judge_that_cannot_tell_is_inconclusive_on_either_scale_and_in_evaluators(
+    check: Check, server: ModelServer, router: ModelRouter
+) -> None:
+    unsure = {"reason": "the conversation never mentions a refund", "cannot_tell": True}
+    server.queue(Reply(json={**unsure, "passed": False}), Reply(json={**unsure, "score": 1}))
+    binary = await check({"judge": "The agent promises a refund"}, REFUSAL, models=router)
+    assert binary.state == "inconclusive" and "cannot tell: the conversation never mentions" in binary.message
+    assert "set cannot_tell to true" in server.requests[-1]["messages"][-1]["content"], (
+        "the judge is offered it"
+    )
+    scaled = await check({"judge": {"rubric": "r", "scale": "1-5"}}, REFUSAL, models=router)
+    assert scaled.state == "inconclusive" and scaled.actual == unsure["reason"]
+    server.queue(Reply(json={**unsure, "passed": True}))
+    harm = await check({"evaluator": {"name": "maliciousness"}}, REFUSAL, models=router)
+    assert harm.state == "inconclusive", "not the 0 or 1 its score would have been"
+    server.queue(Reply(json={"reason": "states it", "cannot_tell": False, "passed": True}))
+    assert (await check({"judge": "The agent states the policy"}, REFUSAL, models=router)).state == "passed"

@@ -166,3 +166,12 @@ async def test_a_missing_models_extra_names_the_install_and_a_usable_fallback_st
     r = router(server, models(default="anthropic/claude-sonnet-4-6", fallback=["scripted/main"]))
     answer = await r.complete("simulator", [ChatMessage("user", "hi")])
     assert answer.text == "fine" and len(server.requests) == 1
+
+
+def test_a_model_that_cannot_be_called_here_is_a_run_error_that_is_not_retried() -> None:
+    from tamesu.actors.base import error_message
+
+    unusable = error_message(ModelError("the simulator cannot call a model here: ...", retryable=False))
+    outage = error_message(ModelError("every model failed for the judge: HTTP 503"))
+    assert (unusable.kind, unusable.retryable) == ("model", False)
+    assert (outage.kind, outage.retryable) == ("model", True)

@@ -6,6 +6,16 @@ from tamesu.kernel.outcome import RunResult
 
 SECRET = "sk-test-5f1e9c2a"
 
+NEEDS_GPU = """
+from tamesu.assertions import AssertionResult, custom_assertion
+
+
+@custom_assertion("voice_quality")
+def voice_quality(spec, ctx):
+    return AssertionResult.skip("needs a GPU, and this machine has none")
+"""
+"""A project's ``tamesu_assertions/`` module whose check is always skipped here: ``custom: voice_quality``."""
+
 
 def run_result(test: str, outcome: str, *, repeat: int = 0, **kw: object) -> RunResult:
     return RunResult(

@@ -26,6 +26,7 @@ from tamesu.runner.results import read_transcript
 from tamesu.testing.model_server import Reply, serve_model_server
 
 from ..redteam.agents import serve_agent
+from .builders import NEEDS_GPU
 
 pytestmark = pytest.mark.integration
 
@@ -145,19 +146,23 @@ async def test_strict_makes_a_skipped_check_an_error_that_names_it(tmp_path: Pat
 
 
 async def test_a_test_whose_checks_were_all_skipped_is_skipped_in_junit(tmp_path: Path) -> None:
+    (tmp_path / "tamesu.yaml").write_text("history: { enabled: false }\n")
+    (tmp_path / "tamesu_assertions").mkdir()
+    (tmp_path / "tamesu_assertions" / "gpu.py").write_text(NEEDS_GPU)
     async with serve_agent("sound") as url:
         suite = tmp_path / "shop.yaml"
-        suite.write_text(RED_TEAM.format(url=url))
-        result = await run_async([suite], output=tmp_path / "runs", concurrency=4)
-    policy = next(t for t in result.tests if t.test_id == "red_team/crescendo/policy_crescendo")
-    for r in policy.runs:  # as if its pack held only the rubric: nothing of the agent was checked
-        r.assertions = [a for a in r.assertions if a.skipped]
+        text = RED_TEAM.format(url=url)
+        suite.write_text(text.replace('{ contains: "orders and returns" }', "{ custom: voice_quality }"))
+        result = await run_async([suite], output=tmp_path / "runs", filter="greets")
+    (test,) = result.tests
+    assert (test.verdict, test.caveat, result.exit_code) == ("passed", "1 check skipped", 0)
     root = ET.fromstring(write_junit(result, tmp_path / "junit.xml").read_bytes())
-    case = next(c for c in root.iter("testcase") if c.get("name") == policy.test_id)
+    (case,) = root.iter("testcase")
     skipped = case.find("skipped")
-    assert skipped is not None and skipped.get("message", "").startswith(
-        "every check skipped: detector:pack:"
+    assert skipped is not None and skipped.get("message") == (
+        "every check skipped: custom: needs a GPU, and this machine has none"
     )
+    assert root.get("skipped") == "1" and root.get("failures") == "0"
 
 
 async def test_a_judge_that_cannot_tell_is_inconclusive_and_strict_makes_it_a_failure(tmp_path: Path) -> None:
@@ -181,3 +186,7 @@ async def test_a_judge_that_cannot_tell_is_inconclusive_and_strict_makes_it_a_fa
     assert root.get("failures") == "0" and root.get("skipped") == "1"
     (strict_test,) = strict.tests
     assert strict_test.verdict == "failed" and strict.exit_code == 1
+    strict_text = console(strict)
+    assert "  judge: inconclusive: expected 'The agent promises the refund within five days'" in strict_text
+    failure = ET.fromstring(write_junit(strict, tmp_path / "strict.xml").read_bytes()).find(".//failure")
+    assert failure is not None and failure.get("message", "").startswith("judge: inconclusive")
