@@ -38,16 +38,15 @@ PAD_S = 0.15
 
 async def one_call(line: str, voice: str, sentences: tuple[str, ...], out: Path) -> dict[str, Any]:
     import numpy as np
-
     from speech_accuracy import spoken_wer
+
     from tamesu.audio.engines import get_stt, stt_for
     from tamesu.audio.tts import Audio
     from tamesu.kernel.events import VoiceCall
     from tamesu.kernel.messages import AgentTurn, Event, UserTurn
     from tamesu.voice.recording import read_recording
-    from tests.voice.peers import AgentScript, Calls, collect, register_engines
-
     from tamesu.voice.speech import render_speech
+    from tests.voice.peers import AgentScript, Calls, collect, register_engines
 
     register_engines()
     for text in sentences:  # rendered (and cached) before the call, so the agent answers at once
