@@ -183,7 +183,9 @@ async def run_load(n: int, mode: str, args: argparse.Namespace) -> dict[str, Any
     pool: Any = None
     if mode == "speech":
         pool = (
-            EngineProcess(args.stt_threads) if args.engines == "process" else ThreadEngines(args.stt_threads)
+            EngineProcess(args.stt_threads, args.stt)
+            if args.engines == "process"
+            else ThreadEngines(args.stt_threads, args.stt)
         )
         await pool.warm()
     gc.collect()
@@ -257,10 +259,10 @@ async def run_load(n: int, mode: str, args: argparse.Namespace) -> dict[str, Any
 class ThreadEngines:
     """The process's own Piper and Whisper on worker threads (Whisper limited to ``threads`` cores)."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, stt: str | None = None) -> None:
         from tamesu.audio.engines import get_stt
 
-        self.stt = get_stt(None, cpu_threads=threads)
+        self.stt = get_stt(stt, cpu_threads=threads)
         self.local = LocalSpeechPool()
 
     async def warm(self) -> None:
@@ -278,20 +280,20 @@ class ThreadEngines:
         return self.local.stats()
 
 
-def _engine_call(kind: str, payload: Any, threads: int) -> Any:
+def _engine_call(kind: str, payload: Any, threads: int, stt: str | None = None) -> Any:
     """In the engine process: synthesise (text -> samples, rate) or transcribe ((samples, rate) -> text)."""
     from tamesu.audio.engines import get_stt, get_tts
     from tamesu.audio.tts import Audio
 
     async def run() -> Any:
         if kind == "warm":
-            await asyncio.gather(get_tts().warm(), get_stt(None, cpu_threads=threads).warm())
+            await asyncio.gather(get_tts().warm(), get_stt(stt, cpu_threads=threads).warm())
             return None
         if kind == "tts":
             audio = await get_tts().synthesize(payload)
             return np.asarray(audio.samples), audio.sample_rate
         samples, rate, language = payload
-        result = await get_stt(None, cpu_threads=threads).transcribe(Audio(samples, rate), language=language)
+        result = await get_stt(stt, cpu_threads=threads).transcribe(Audio(samples, rate), language=language)
         return result.text
 
     return asyncio.run(run())
@@ -300,16 +302,16 @@ def _engine_call(kind: str, payload: Any, threads: int) -> Any:
 class EngineProcess:
     """Piper and Whisper in a separate process, so their Python never holds this process's GIL."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, stt: str | None = None) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        self.threads = threads
+        self.threads, self.stt = threads, stt
         self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
 
     async def _call(self, kind: str, payload: Any) -> Any:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, _engine_call, kind, payload, self.threads)
+        return await loop.run_in_executor(self.pool, _engine_call, kind, payload, self.threads, self.stt)
 
     async def warm(self) -> None:
         await self._call("warm", None)
@@ -393,6 +395,9 @@ def main() -> None:
         type=int,
         default=1,
         help="Whisper's CPU threads (speech mode; one core is left to the calls)",
+    )
+    parser.add_argument(
+        "--stt", default=None, help="speech mode: the STT engine (default whisper, tiny.en; or whisper-base)"
     )
     parser.add_argument(
         "--engines",

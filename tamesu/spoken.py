@@ -9,7 +9,10 @@ paused), so a ``wait_for`` compares spoken forms, which differ from the text onl
 - numbers: number words become digits (``thirty`` = ``30``, ``twenty-one`` = ``21``, ``one
   hundred and five`` = ``105``) in English, Spanish, French, German, Italian, Portuguese, Dutch and
   Danish (text2num; English for any other language), and a number may be spoken in groups or digit
-  by digit (``1 0 0 1`` = ``1,001`` = ``1001``).
+  by digit (``1 0 0 1`` = ``1,001`` = ``1001``);
+- amounts: ``%`` is the language's word for percent (``20%`` = ``20 percent``, ``20 por ciento``),
+  and ``$``, ``€`` and ``£`` before a number are said after it (``$49`` = ``49 dollars``; English
+  words in every language but Spanish, French and German, which have their own).
 
 The wanted words must then appear in that order, whole and next to each other: ``press 2`` is not
 heard in ``press 24``, and no word may be missing or swapped. Nothing is fuzzier than that.
@@ -28,6 +31,14 @@ NUMBER_LANGUAGES = frozenset({"en", "es", "fr", "de", "it", "pt", "nl", "da"})
 _APOSTROPHE = re.compile(r"(?<=\w)['’ʼ](?=\w)")
 _SEPARATOR = re.compile(r"[^\w]+|_+")
 _DIGITS = re.compile(r"\d+")
+_CURRENCY = re.compile(r"([$€£])\s?(\d[\d.,]*)")
+_PERCENT = re.compile(r"(?<=\d)\s?%")
+_AMOUNT_WORDS = {
+    "en": ("percent", {"$": "dollars", "€": "euros", "£": "pounds"}),
+    "es": ("por ciento", {"$": "dólares", "€": "euros", "£": "libras"}),
+    "fr": ("pour cent", {"$": "dollars", "€": "euros", "£": "livres"}),
+    "de": ("prozent", {"$": "dollar", "€": "euro", "£": "pfund"}),
+}
 
 
 def _language(language: str | None) -> str:
@@ -41,15 +52,31 @@ def _numbers_as_digits(text: str, language: str) -> str:
     return alpha2digit(text, language, threshold=0)
 
 
-def spoken_words(text: str, *, language: str | None = None) -> list[str]:
-    """``text``'s words in spoken form (see the module docstring), in order."""
-    text = unicodedata.normalize("NFKC", text).casefold()
+def _amounts(text: str, language: str) -> str:
+    percent, money = _AMOUNT_WORDS.get(language, _AMOUNT_WORDS["en"])
+    text = _CURRENCY.sub(lambda m: f"{m.group(2)} {money[m.group(1)]}", text)
+    return _PERCENT.sub(f" {percent}", text)
+
+
+def spoken_words(text: str, *, language: str | None = None, join_numbers: bool = False) -> list[str]:
+    """``text``'s words in spoken form (see the module docstring), in order; ``join_numbers``
+    makes neighbouring numbers one (``1 001`` -> ``1001``), for counting word errors."""
+    lang = _language(language)
+    text = _amounts(unicodedata.normalize("NFKC", text).casefold(), lang)
     text = _APOSTROPHE.sub("", text)
     text = _SEPARATOR.sub(" ", text)
-    text = _numbers_as_digits(text, _language(language)) if text.strip() else text
+    text = _numbers_as_digits(text, lang) if text.strip() else text
     decomposed = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return _SEPARATOR.sub(" ", text).split()
+    words = _SEPARATOR.sub(" ", "".join(c for c in decomposed if not unicodedata.combining(c))).split()
+    if not join_numbers:
+        return words
+    joined: list[str] = []
+    for word in words:
+        if joined and word.isdigit() and joined[-1].isdigit():
+            joined[-1] += word
+        else:
+            joined.append(word)
+    return joined
 
 
 def spoken_form(text: str, *, language: str | None = None) -> str:

@@ -187,6 +187,8 @@ async def test_no_scenario_means_nothing_to_say() -> None:
         ("for order one zero zero one", "order 1001", True),
         ("order 1,001 has shipped", "order one thousand and one", True),
         ("press 1, 2 or 3", "press 1", True),
+        ("Your refund of forty nine dollars is on its way", "refund of $49", True),
+        ("I can offer you a 20% discount", "twenty percent discount", True),
         ("For billing, you press 2", "press 2 for billing", False),  # every word, another order
         ("press two for billing", "press 2 for billing now", False),  # a word missing
         ("please enter your order follow my pound key", "order number", False),

@@ -275,7 +275,10 @@ class ScriptStep(ConfigModel):
     )
 
     wait_for: str | None = F(
-        "Wait until the transcript contains this text (fuzzy match).", "press 2 for billing", default=None
+        "Wait until an agent turn says this text: its words in order, as a person hears them (case, "
+        "accents, punctuation and how numbers are written aside: thirty = 30).",
+        "press 2 for billing",
+        default=None,
     )
     dtmf: str | None = F("Keypad digits to send.", "2", default=None, pattern=DTMF_PATTERN)
     say: str | None = F(

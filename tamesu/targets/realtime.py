@@ -284,9 +284,12 @@ class RealtimeAdapter(TargetAdapter):
         """Answer a response's function calls; returns their messages and whether done_tool was called.
 
         Each answer goes back as a ``function_call_output`` item; unless the done tool was called,
-        ``response.create`` then asks the model to go on.
+        ``response.create`` then asks the model to go on. An agent that closes the socket as it
+        calls its done tool ended the session: its calls are kept, not lost with the answers.
         """
         clock, done = self.ctx.clock, False
+        ending = any(call["name"] == self.done_tool for call in calls.values())
+        hung_up = False
         out: list[Message] = []
         for call_id, call in calls.items():
             name = call["name"]
@@ -307,7 +310,14 @@ class RealtimeAdapter(TargetAdapter):
             if mode is not None:
                 out.append(RawResponse(body={"event": "fuzz", "tool": name, "mode": mode}, at=clock.now()))
             out.append(ToolResult(name=name, result=result, id=call_id, at=clock.now()))
-            await self.send(self.dialect.function_output(call_id, result_text(result)))
+            if hung_up:
+                continue
+            try:
+                await self.send(self.dialect.function_output(call_id, result_text(result)))
+            except TargetError:
+                if not ending:
+                    raise
+                hung_up = True  # an agent may hang up as it calls its done tool: the calls still happened
         if not done:
             await self.send(self.dialect.response_create())
         return out, done

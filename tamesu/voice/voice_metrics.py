@@ -147,8 +147,9 @@ def voice_metrics(tl: CallTimeline, *, now: float | None = None) -> dict[str, fl
 
 def word_edits(reference: str, hypothesis: str, *, language: str | None = None) -> tuple[int, int]:
     """(substitutions + deletions + insertions, words in the reference), over spoken forms
-    (``tamesu.spoken``: case, punctuation and how numbers are written do not count)."""
-    ref, hyp = spoken_words(reference, language=language), spoken_words(hypothesis, language=language)
+    (``tamesu.spoken``: case, punctuation and how numbers are written or grouped do not count)."""
+    ref = spoken_words(reference, language=language, join_numbers=True)
+    hyp = spoken_words(hypothesis, language=language, join_numbers=True)
     prev = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, 1):
         cur = [i] + [0] * len(hyp)

@@ -1,7 +1,8 @@
 """The realtime done tool in audio mode: the call it ends with is recorded like any tool call.
 
 The agent answers the caller's last spoken line with its goodbye and a call of ``end_session``,
-then hangs up once it has the answer; the loopback server validates every event with the openai
+then hangs up, once it has the answer or at once (before the fix, hanging up at once lost the
+call and the turn: answering the call failed on the closed socket); the loopback server validates every event with the openai
 package's models of the dialect, so the run sees what the real API would send.
 """
 
@@ -38,8 +39,9 @@ tests:
 """
 
 
-def goodbye_steps() -> list[dict[str, Any]]:
-    """The recorded session of one audio turn whose response says goodbye and calls end_session."""
+def goodbye_steps(*, waits: bool) -> list[dict[str, Any]]:
+    """The recorded session of one audio turn whose response says goodbye and calls end_session;
+    the agent hangs up once the answer came (``waits``) or at once."""
     steps = [s for s in load_recording(FIXTURES / "ga_audio.jsonl") if s.get("type") != "response.done"]
     for step in steps:
         if step.get("type") == "response.output_audio_transcript.done":
@@ -80,16 +82,17 @@ def goodbye_steps() -> list[dict[str, Any]]:
         {"expect": "conversation.item.create", "match": {"item": {"type": "function_call_output"}}},
         {"close": 1000, "reason": "session ended"},
     ]
-    return steps
+    return steps if waits else [s for s in steps if s.get("expect") != "conversation.item.create"]
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("waits", [True, False], ids=["hangs-up-after-the-answer", "hangs-up-at-once"])
 async def test_the_done_tool_after_the_callers_last_line_is_a_tool_call_and_keeps_the_turn(
-    tmp_path: Path, fake_voice: None
+    tmp_path: Path, fake_voice: None, waits: bool
 ) -> None:
     from tamesu.runner.api import run_async
 
-    async with serve_realtime_server(goodbye_steps()) as server:
+    async with serve_realtime_server(goodbye_steps(waits=waits)) as server:
         suite = tmp_path / "suite.yaml"
         suite.write_text(SUITE.format(url=server.url))
         result = await run_async(suite, output=tmp_path / "out")

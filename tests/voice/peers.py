@@ -123,10 +123,11 @@ class AgentScript:
     """Never say anything."""
     json_frames: bool = False
     """voice protocol: send audio as ``{audio_event: {audio_base_64}}`` JSON messages."""
-    lines: tuple[str, str] = ("Hello, this is the loopback agent.", "Returns are accepted within 30 days.")
-    """What the agent says: its greeting and every reply."""
-    espeak: tuple[str, str] | None = None
-    """(espeak-ng voice, language) the agent speaks its lines in (None: a vowel as long as the line's seconds)."""
+    lines: tuple[str, ...] = ("Hello, this is the loopback agent.", "Returns are accepted within 30 days.")
+    """What the agent says: its greeting, then reply n is ``lines[n]`` (the last once they run out)."""
+    speaks: tuple[str, str] | None = None
+    """(persona voice, language) the agent speaks its lines in with tamesu's own TTS, such as
+    ("en-US-male", "en") for Piper or ("espeak:de", "de"); None: a vowel as long as the line's seconds."""
     loud: float = LOUD
     """The RMS (int16) above which a caller frame is speech to the agent."""
     quiet_frames: int = QUIET_FRAMES
@@ -298,7 +299,8 @@ class _Call:
             return
         self.log.replies.append(self.now())
         tones = self.script.dtmf_reply if self.replies == 1 else ""
-        await self.say(self.script.reply, self.script.lines[1], tones=tones)
+        lines = self.script.lines
+        await self.say(self.script.reply, lines[min(self.replies, len(lines) - 1)], tones=tones)
         if self.script.end_after is not None and self.replies >= self.script.end_after:
             if self.playing is not None:
                 with contextlib.suppress(asyncio.CancelledError):
@@ -309,15 +311,11 @@ class _Call:
 
     async def say(self, seconds: float, text: str, *, tones: str = "") -> None:
         audio = vowel(seconds, self.rate)
-        if self.script.espeak is not None:
-            from tamesu.audio.engines import get_tts
+        if self.script.speaks is not None:
+            from tamesu.voice.speech import render_speech
 
-            voice, language = self.script.espeak
-            audio = (
-                (await get_tts("espeak").synthesize(text, voice=voice, language=language))
-                .resample(self.rate)
-                .samples
-            )
+            voice, language = self.script.speaks
+            audio = np.asarray((await render_speech(text, self.rate, voice=voice, language=language)).samples)
         if tones:
             gap = np.zeros(int(0.2 * self.rate), np.int16)
             audio = np.concatenate([audio, gap, dtmf_tones(tones, self.rate, tone_ms=100, gap_ms=100)])

@@ -26,9 +26,9 @@ from .test_session import voice_config
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 GREETINGS = {
-    "es-ES": ("es+f3", "Hola, buenos días, gracias por llamar."),
-    "de-DE": ("de", "Guten Tag, ich möchte meine Bestellung zurückgeben."),
-    "fr-FR": ("fr-fr", "Bonjour, je voudrais retourner ma commande."),
+    "es-ES": ("espeak:es+f3", "Hola, buenos días, gracias por llamar."),
+    "de-DE": ("espeak:de", "Guten Tag, ich möchte meine Bestellung zurückgeben."),
+    "fr-FR": ("espeak:fr-fr", "Bonjour, je voudrais retourner ma commande."),
 }
 MAX_WER = {"voice": 0.5, "twilio": 0.85}
 """Measured here: 0 to 0.17 at 16 kHz, 0.67 over 8 kHz mu-law (espeak-ng's voice loses most in the
@@ -54,9 +54,7 @@ async def test_the_agents_greeting_is_heard_offline_in_its_language(
     calls: Calls, language: str, line: str
 ) -> None:
     voice, greeting = GREETINGS[language]
-    script = AgentScript(
-        greeting=1.0, lines=(greeting, greeting), espeak=(voice, language), transcripts=False
-    )
+    script = AgentScript(greeting=1.0, lines=(greeting,), speaks=(voice, language), transcripts=False)
     _, url = await calls.agent(script)
     config = voice_config(url, transcript_source="stt")
     if line == "twilio":

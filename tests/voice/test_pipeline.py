@@ -294,6 +294,8 @@ def test_word_error_rate() -> None:
     assert wer("a b c d", "a x c") == pytest.approx(0.5)
     assert wer("", "") == 0 and wer("", "extra") == 1
     assert wer("returns within thirty days", "Returns within 30 days.") == 0  # numbers as a person hears them
+    assert wer("your code is four eight one five", "Your code is 4815.") == 0  # digit by digit or grouped
+    assert wer("a refund of forty nine dollars", "A refund of $49.") == 0
 
 
 def test_recording_is_stereo_caller_left_agent_right(tmp_path: Path) -> None:
