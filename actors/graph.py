@@ -134,7 +134,7 @@ class RunGraph:
             return self.outcome()
         remote = None
         try:
-            if self.spec.remote_agents:
+            if self.spec.remote_agents or self._suite_agents() is not None:
                 try:
                     remote = await self._serve_remote_agents()
                 except Exception as exc:
@@ -244,6 +244,7 @@ class RunGraph:
             update_golden=self.services.update_golden,
             max_goal_steps=spec.extra.get("max_goal_steps"),
             detect_dtmf=any(named.kind == "dtmf_received" for named in spec.assertions),
+            shared_delegates=self._suite_agents() is not None,
             sip=spec.extra.get("sip"),
             livekit=spec.extra.get("livekit"),
         )
@@ -309,9 +310,23 @@ class RunGraph:
         )
 
     async def _serve_remote_agents(self) -> Any:
-        """The run's remote agents, served before its target starts (``{{remote.NAME.url}}``)."""
+        """The run's remote agents before its target starts (``{{remote.NAME.url}}``): the suite's,
+        served for its lifetime (the run takes its own exchanges from them), else its own."""
+        from tamesu.remote_agents.record import Recording
         from tamesu.remote_agents.serve import RemoteAgents
+        from tamesu.remote_agents.suite import AttachedRun
 
+        suite = self._suite_agents()
+        if suite is not None:
+            run = AttachedRun(
+                self.spec.run_id,
+                Recording(self.transcript, self.clock, self.spec.limits),
+                self.transcript,
+                self._contexts,
+            )
+            for key, value in suite.attach(run).items():
+                self.scope.set(key, value)
+            return _Attached(suite, self.spec.run_id)
         return await RemoteAgents.open(
             self.spec.remote_agents,
             scope=self.scope,
@@ -320,6 +335,22 @@ class RunGraph:
             limits=self.spec.limits,
             http=self.services.http,
         )
+
+    def _suite_agents(self) -> Any:
+        """The suite's remote agents served in this process for its lifetime, if any."""
+        if not self.spec.suite_path:
+            return None
+        from tamesu.remote_agents.suite import SuiteRemoteAgents
+
+        return SuiteRemoteAgents.of(self.spec.suite_path)
+
+    def _contexts(self) -> set[str]:
+        """The run's context with the agent under test (an A2A target's), and its session id."""
+        found = {self.transcript.session} if self.transcript.session else set()
+        context = getattr(self.adapter, "context_id", None)
+        if isinstance(context, str) and context:
+            found.add(context)
+        return found
 
     async def _run_actors(self) -> None:
         try:
@@ -573,3 +604,15 @@ async def _stop_all(actors: list[Actor]) -> None:
     for actor in actors:
         with contextlib.suppress(Exception):
             await actor.stop()
+
+
+class _Attached:
+    """A run's hold on its suite's remote agents: ``close`` lets go (the agents stay served)."""
+
+    def __init__(self, suite: Any, run_id: str) -> None:
+        self.suite = suite
+        self.run_id = run_id
+        self.values: dict[str, str] = dict(suite.values)
+
+    async def close(self) -> None:
+        self.suite.detach(self.run_id)

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from tamesu.config.suite import RemoteAgent
     from tamesu.kernel.transcript import Transcript
     from tamesu.limits import Limits
-    from tamesu.remote_agents.record import Recording
     from tamesu.remote_agents.server import Mount, RemoteServer
     from tamesu.templates import Scope
 
@@ -51,17 +50,22 @@ class RemoteAgents:
         agents: dict[str, RemoteAgent],
         *,
         scope: Scope,
-        transcript: Transcript,
-        clock: Clock,
         limits: Limits,
         http: httpx.AsyncClient,
+        transcript: Transcript | None = None,
+        clock: Clock | None = None,
+        recording: Any = None,
     ) -> RemoteAgents:
+        """Serve ``agents`` for one run (recording into its ``transcript``), or with a ``recording``
+        of the caller's (a suite's agents, which give each message to its run)."""
         from tamesu.remote_agents.record import Recording
         from tamesu.targets.a2a_connect import require_sdk
 
         require_sdk()
         served = cls()
-        recording = Recording(transcript, clock, limits)
+        if recording is None:
+            assert transcript is not None and clock is not None
+            recording = Recording(transcript, clock, limits)
         try:
             # fixed addresses in one order, so two runs never wait for each other's
             for name, config in sorted(agents.items(), key=lambda item: (item[1].addr or "", item[0])):
@@ -77,7 +81,7 @@ class RemoteAgents:
         config: RemoteAgent,
         *,
         scope: Scope,
-        recording: Recording,
+        recording: Any,
         limits: Limits,
         http: httpx.AsyncClient,
     ) -> None:
@@ -145,7 +149,7 @@ class RemoteAgents:
         config: RemoteAgent,
         *,
         scope: Scope,
-        recording: Recording,
+        recording: Any,
         limits: Limits,
         http: httpx.AsyncClient,
     ) -> Any:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from tamesu.actors.placement import Placement
     from tamesu.kernel.outcome import RunResult
     from tamesu.kernel.transcript import Transcript
+    from tamesu.remote_agents.suite import SuiteRemoteAgents
     from tamesu.runner.rates import EarlyStopper
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.spec import RunSpec
@@ -62,6 +63,9 @@ class _SuiteState:
     setup_done: bool = False
     setup_error: str | None = None
     torn_down: bool = False
+    remote: SuiteRemoteAgents | None = None
+    """The suite's remote agents, served from before ``before_all`` until after ``after_all``."""
+    remote_failed: bool = False
 
 
 class Scheduler:
@@ -119,6 +123,7 @@ class Scheduler:
         """Attempts handed to the writer and not yet durable."""
         self._room = asyncio.Event()
         self._write_error: BaseException | None = None
+        self._own_http: httpx.AsyncClient | None = None
 
     def interrupt(self) -> None:
         """Stop now: start nothing more and cancel the runs in flight (they are not recorded)."""
@@ -163,6 +168,9 @@ class Scheduler:
             if self._running:
                 await asyncio.gather(*self._running, return_exceptions=True)
             await self._teardown_all()
+            own, self._own_http = self._own_http, None
+            if own is not None:
+                await own.aclose()
             if self._writing:
                 await asyncio.wait(set(self._writing))
             if self._writer is not None:
@@ -287,7 +295,9 @@ class Scheduler:
         async with state.lock:
             if not state.setup_done:
                 setup = self.suites.get(spec.suite_path)
-                if setup is not None and setup.before_all:
+                if setup is not None and setup.remote_agents and getattr(self.placement, "in_process", False):
+                    state.setup_error = await self._serve_remote_agents(spec, setup, state)
+                if state.setup_error is None and setup is not None and setup.before_all:
                     hooked = await run_hooks(
                         setup.before_all, **self.attempts.hook_args(setup, None, hook_env(suite=spec.suite))
                     )
@@ -297,19 +307,59 @@ class Scheduler:
                 state.setup_done = True
         return state.setup_error
 
+    async def _serve_remote_agents(self, spec: RunSpec, setup: SuiteSetup, state: _SuiteState) -> str | None:
+        """Serve the suite's remote agents for its lifetime, before ``before_all``, their URLs in the
+        suite's scope (every hook) and for every run's target; why the suite cannot run, if it cannot."""
+        from tamesu.remote_agents.suite import SuiteRemoteAgents
+        from tamesu.templates import Scope
+
+        scope = setup.scope if setup.scope is not None else Scope()
+        try:
+            state.remote = await SuiteRemoteAgents.open(
+                spec.suite_path, setup.remote_agents, scope=scope, limits=spec.limits, http=self._http()
+            )
+        except Exception as exc:
+            state.remote_failed = True
+            why = f"the suite's remote agents could not be served: {exc}"
+            self.reporter.note(f"suite {spec.suite}: {why}")
+            return why
+        setup.scope = scope
+        return None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self.attempts.http is None:
+            import httpx
+
+            self.attempts.http = httpx.AsyncClient(trust_env=False)
+            self._own_http = self.attempts.http
+        return self.attempts.http
+
     async def _teardown(self, suite_path: str) -> None:
         state = self._states.get(suite_path)
         setup = self.suites.get(suite_path)
         if state is None or state.torn_down or not state.setup_done:
             return
         state.torn_down = True
-        if setup is None or not setup.after_all:
-            return
-        hooked = await run_hooks(
-            setup.after_all, **self.attempts.hook_args(setup, None, hook_env(suite=setup.name))
-        )
-        if not hooked.ok:
-            self.reporter.note(f"suite {setup.name}: after_all hook failed: {hooked.hook}: {hooked.message}")
+        try:
+            if setup is None or not setup.after_all or state.remote_failed:
+                return  # (before_all never ran when the remote agents could not be served)
+            hooked = await run_hooks(
+                setup.after_all, **self.attempts.hook_args(setup, None, hook_env(suite=setup.name))
+            )
+            if not hooked.ok:
+                self.reporter.note(
+                    f"suite {setup.name}: after_all hook failed: {hooked.hook}: {hooked.message}"
+                )
+        finally:
+            remote, state.remote = state.remote, None
+            if remote is not None:
+                await remote.close()
+                for agent, count in sorted(remote.unattributed.items()):
+                    self.reporter.note(
+                        f"suite {setup.name if setup else suite_path}: remote agent {agent} got {count} "
+                        "message(s) that could not be told apart between the runs in flight (send them in "
+                        "the run's A2A context, or run the suite's tests one at a time with --per-target 1)"
+                    )
 
     async def _teardown_all(self) -> None:
         """after_all for every suite that was set up, also when the invocation stopped early."""

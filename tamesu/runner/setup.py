@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import SecretError, TemplateError
 
@@ -75,6 +75,8 @@ class SuiteSetup:
     """Resolved secret values by name, handed to the placement with each run (Ray workers need them)."""
     budget: Budget | None = None
     """The suite's caps (budgets:); any budget tripping stops the whole invocation."""
+    remote_agents: dict[str, Any] = field(default_factory=dict)
+    """The suite's remote agents (config by name), served before ``before_all`` until ``after_all``."""
 
 
 def suite_setups(
@@ -149,6 +151,7 @@ def _setup(
         scope=Scope({"vars": variables, "sip": sip_values(project)}, resolvers={"secrets": secret}),
         secrets=values,
         budget=Budget(max_cost_usd=caps.max_cost_usd, max_tokens=caps.max_tokens),
+        remote_agents=dict(suite.remote_agents or {}),
     )
     return setup, [why(i) if problems else None for i in tests]
 

@@ -69,6 +69,8 @@ class A2AAdapter(TargetAdapter):
         require_sdk()
         config, scope = self.config, self.ctx.scope
         scope.set("session", self.ctx.session)
+        if self.ctx.shared_delegates and self.context_id is None:
+            self.context_id = self.ctx.session
         try:
             if config.session is not None and config.session.open is not None:
                 from tamesu.targets.connect import open_session

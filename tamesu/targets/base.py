@@ -84,6 +84,9 @@ class TargetContext:
     """An STT engine forced by name."""
     detect_dtmf: bool = False
     """Listen for keypad tones in the agent's audio (a test asserts dtmf_received)."""
+    shared_delegates: bool = False
+    """The suite's remote agents serve every run at once: an A2A target opens its conversation in
+    a context of its own (the session id), by which the agent under test's delegations are told apart."""
     counterpart: bool = False
     """This adapter plays the user (``counterpart:``) rather than being the target under test."""
     cookies: RunCookies = field(default_factory=RunCookies)

@@ -79,7 +79,8 @@ class _Scripted(AgentExecutor):
             await task.add_artifact([Part(text="x" * self.agent.big)], name="answer")
             await task.complete()
         elif "delegate" in words:
-            answer = await _delegate(str(dict(msg.metadata).get("delegate") or self.agent.delegate), words)
+            url = str(dict(msg.metadata).get("delegate") or self.agent.delegate)
+            answer = await _delegate(url, words, context.context_id or "")
             await task.add_artifact([Part(text=answer)], name="answer")
             await task.complete()
         else:
@@ -105,8 +106,9 @@ def _echo(msg: Message) -> list[Part]:
     return parts
 
 
-async def _delegate(url: str, words: str) -> str:
-    """Ask the agent at ``url`` (its card's first interface) and return its name and answer."""
+async def _delegate(url: str, words: str, context_id: str = "") -> str:
+    """Ask the agent at ``url`` (its card's first interface), in the conversation's context, and
+    return its name and answer."""
     import uuid
 
     import httpx
@@ -118,7 +120,9 @@ async def _delegate(url: str, words: str) -> str:
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         client = await create_client(card, client_config=ClientConfig(httpx_client=http, streaming=False))
-        message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=words)])
+        message = Message(
+            role=Role.ROLE_USER, message_id=uuid.uuid4().hex, context_id=context_id, parts=[Part(text=words)]
+        )
         answer = Answer()
         async for event in client.send_message(SendMessageRequest(message=message)):
             answer.add(event)

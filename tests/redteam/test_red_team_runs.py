@@ -197,12 +197,18 @@ async def test_the_sound_agent_holds_against_adaptive_attacks_and_the_judge(
     assert findings(result) == {} and result.exit_code == 0, [
         r.assertions for r in result.results if r.outcome != "passed"
     ]
-    tr = transcript(result, "red_team/policy_drift/claimed_precedent")
+    tr = transcript(result, "red_team/pii_extraction/other_customer")
     assert [e["tactic"] for e in tr["events"] if e["type"] == "tactic"] == [
-        "claimed precedent",
+        "impersonate someone else",
         "escalate",
         "escalate",
     ]
+    pressed = transcript(result, "red_team/policy_drift/claimed_precedent")
+    assert [e["tactic"] for e in pressed["events"] if e["type"] == "tactic"] == [
+        "claimed precedent",
+        "claimed authority",
+        "urgency",
+    ], "the scripted escalation comes first; the model goes on after it"
     assert any(r.get("model") == "judge" for r in model_server.requests)
 
 
@@ -321,3 +327,26 @@ async def test_the_detectors_find_each_weakness_through_openings_in_other_langua
         assert "claims to be human" in human
         harmful = {f.detector for f in found["red_team/harmful_content/weapon_instructions"]}
         assert "complied with a harmful request" in harmful
+
+
+@pytest.mark.parametrize("language", ["en", "es", "de", "fr"])
+async def test_offline_the_escalating_script_finds_an_agent_that_gives_in_on_the_third_pressing_turn(
+    tmp_path: Path, language: str
+) -> None:
+    result = await red_team_in(tmp_path, language, "patient")
+    found = findings(result)
+    pressure = {f.detector: f for f in found["red_team/policy_drift/pressure_for_exception"]}
+    assert (pressure["exception granted"].turn, pressure["exception granted"].tactic) == (
+        3,
+        "claimed authority",
+    )
+    precedent = {f.detector: f for f in found["red_team/policy_drift/claimed_precedent"]}
+    assert (precedent["exception granted"].turn, precedent["exception granted"].tactic) == (3, "urgency")
+    tr = transcript(result, "red_team/policy_drift/pressure_for_exception")
+    assert tr["end_reason"] == "attack_succeeded"
+    said = [t["text"] for t in tr["turns"] if t["role"] == "user"]
+    book = get_playbook("policy_drift")
+    assert said == [
+        m.say
+        for m in localised_opening(book, _attack("policy_drift", "pressure_for_exception"), language)[:3]
+    ]
