@@ -20,7 +20,9 @@ __all__ = [
     "AudioDropped",
     "BrowserAction",
     "BrowserBlocked",
+    "BrowserDownload",
     "BrowserMocked",
+    "BrowserPopup",
     "BrowserRecording",
     "BrowserStep",
     "CallEnded",
@@ -252,6 +254,19 @@ class BrowserBlocked(_Event, tag="browser_blocked", frozen=True):
     redirected_from: str | None = None
 
 
+class BrowserPopup(_Event, tag="browser_popup", frozen=True):
+    """The page opened another window (``window.open``, a link with a target); tamesu closed it."""
+
+    url: str = ""
+
+
+class BrowserDownload(_Event, tag="browser_download", frozen=True):
+    """The page started a download; tamesu does not accept downloads, so nothing was written."""
+
+    url: str = ""
+    filename: str = ""
+
+
 class BrowserMocked(_Event, tag="browser_mocked", frozen=True):
     """A request answered by one of the test's mocks instead of the network."""
 
@@ -309,6 +324,8 @@ TranscriptEvent = (
     | BrowserAction
     | BrowserRecording
     | BrowserBlocked
+    | BrowserPopup
+    | BrowserDownload
     | BrowserMocked
     | Tactic
     | DetectorSkipped

@@ -111,9 +111,13 @@ def _location(f: Finding, conversation: str, base: Path) -> dict[str, Any]:
 
 
 def _message(f: Finding) -> str:
+    """The result's text, an agent's evidence in it with its control characters (a NUL, an
+    escape) as visible escapes: code scanning shows it as it is."""
+    from tamesu.untrusted import printable
+
     where = f"at agent turn {f.turn}" if f.turn is not None else "in the conversation"
     tactic = f" using the tactic '{f.tactic}'" if f.tactic else ""
-    return f"The {f.rule} attack succeeded {where}{tactic}: {f.detector}. Evidence: {f.evidence}"
+    return printable(f"The {f.rule} attack succeeded {where}{tactic}: {f.detector}. Evidence: {f.evidence}")
 
 
 def sarif_log(
@@ -121,6 +125,7 @@ def sarif_log(
 ) -> dict[str, Any]:
     """The invocation's findings as one SARIF 2.1.0 log (a dict ready for ``json.dump``)."""
     from tamesu import __version__
+    from tamesu.untrusted import printable
 
     base = (base or Path.cwd()).resolve()
     results = result.results
@@ -146,12 +151,12 @@ def sarif_log(
                 "properties": {
                     "playbook": f.playbook,
                     "attack": f.attack,
-                    "detector": f.detector,
+                    "detector": printable(f.detector),
                     "turn": f.turn,
-                    "tactic": f.tactic,
+                    "tactic": printable(f.tactic) if f.tactic else f.tactic,
                     "severity": f.severity,
-                    "test": f.test_id,
-                    "run": f.run_id,
+                    "test": printable(f.test_id),
+                    "run": printable(f.run_id),
                 },
             }
         )

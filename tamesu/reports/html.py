@@ -31,7 +31,7 @@ from tamesu.reports.html_grid import grid_section
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
 from tamesu.reports.rundir import RunDirectory, TestRow
 from tamesu.reports.words import CHECK_WORD, VERDICT_WORD
-from tamesu.untrusted import storable_text
+from tamesu.untrusted import printable, storable_text
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import AssertionResult, RunResult
@@ -47,15 +47,18 @@ _CHECK_CLASS = {"passed": "ok", "failed": "bad", "error": "err", "skipped": "ski
 
 
 def h(value: Any) -> str:
-    """Any value as escaped HTML text."""
-    return escape(value if isinstance(value, str) else str(value), quote=True)
+    """Any value as escaped HTML text: cut after ``MAX_VALUE_CHARS`` (an agent's turn may be a
+    megabyte), its control characters (C0, C1, lone surrogates) as visible escapes, as the JSON
+    files keep them."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > MAX_VALUE_CHARS:
+        text = text[:MAX_VALUE_CHARS] + f"\n… ({len(text) - MAX_VALUE_CHARS} more characters)"
+    return escape(printable(text), quote=True)
 
 
 def _value(value: Any) -> str:
     """A JSON-able value as escaped, pretty, bounded text."""
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    if len(text) > MAX_VALUE_CHARS:
-        text = text[:MAX_VALUE_CHARS] + f"\n… ({len(text) - MAX_VALUE_CHARS} more characters)"
     return h(text)
 
 

@@ -144,6 +144,10 @@ class SipCall:
             except (TimeoutError, ConnectionError, OSError) as exc:
                 self.end("error", str(exc))
                 return
+            except SipParseError as exc:
+                self.end("error", f"the agent's answer could not be read: {exc}")
+                await self._cancel(t)
+                return
             finally:
                 if t.final.done():
                     self.ua.end_transaction(t)
@@ -223,7 +227,9 @@ class SipCall:
         final = getattr(t, "final", None)
         response = None
         if final is not None:
-            with contextlib.suppress(asyncio.TimeoutError, TimeoutError, ConnectionError, OSError):
+            with contextlib.suppress(
+                asyncio.TimeoutError, TimeoutError, ConnectionError, OSError, SipParseError
+            ):
                 response = await asyncio.wait_for(asyncio.shield(final), _CANCEL_WAIT)
         if final is not None:
             self.ua.end_transaction(t)  # type: ignore[arg-type]
@@ -429,6 +435,10 @@ class SipCall:
         method, tag = msg.method, self.local.tag
         if method == "INVITE" and self._invite is not None and msg.branch == self._invite.branch:
             return  # the agent's INVITE again, before our answer reached it
+        if method != "CANCEL" and not self._of_this_dialog(msg):
+            if method != "ACK":
+                await self.ua.respond(msg, peer, 481, "Call/Transaction Does Not Exist", tag=tag)
+            return
         if method == "ACK":
             self._acked.set()
         elif method == "BYE":
@@ -452,6 +462,15 @@ class SipCall:
             await self.ua.respond(msg, peer, 200, "OK", tag=tag, headers=(("Allow", ALLOW),))
         else:
             await self.ua.respond(msg, peer, 405, "Method Not Allowed", tag=tag, headers=(("Allow", ALLOW),))
+
+    def _of_this_dialog(self, msg: SipMessage) -> bool:
+        """The request's tags are this dialog's (RFC 3261 12.2.2): the Call-ID alone is not enough,
+        or a BYE with other tags would hang up this call."""
+        try:
+            to, sender = NameAddr.parse(msg.get("to")), NameAddr.parse(msg.get("from"))
+        except SipParseError:
+            return False
+        return to.tag == self.local.tag and (not self.remote.tag or sender.tag == self.remote.tag)
 
     async def _offer(self, msg: SipMessage, peer: Peer) -> None:
         tag = self.local.tag

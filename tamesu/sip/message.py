@@ -45,6 +45,7 @@ _COMPACT = {
 _REQUEST = re.compile(r"([A-Z][A-Z0-9._!%*+`'~-]{0,31}) (\S{1,2048}) SIP/2\.0")
 _STATUS = re.compile(r"SIP/2\.0 ([1-6][0-9]{2}) ?(.{0,256})")
 _TOKEN = re.compile(r"[A-Za-z0-9._!%*+`'~-]{1,64}")
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.){0,512})"\s*')
 
 
 class SipParseError(ValueError):
@@ -325,6 +326,17 @@ class NameAddr:
     @classmethod
     def parse(cls, text: str) -> NameAddr:
         text = text.strip()
+        quoted = _QUOTED.match(text)
+        if quoted is not None:  # a quoted name may hold '<' and '>' ("Sales <desk>" <sip:...>)
+            if not text[quoted.end() :].startswith("<"):
+                raise SipParseError(f"no <uri> after the quoted name in {text[:80]!r}")
+            uri, close, tail = text[quoted.end() + 1 :].partition(">")
+            if not close:
+                raise SipParseError(f"no closing '>' in {text[:80]!r}")
+            name = re.sub(r"\\(.)", r"\1", quoted.group(1))
+            return cls(uri.strip(), name, _params(tail))
+        if text.startswith('"'):
+            raise SipParseError(f"an unterminated quoted name in {text[:80]!r}")
         if "<" in text:
             display, _, rest = text.partition("<")
             uri, close, tail = rest.partition(">")
@@ -332,12 +344,7 @@ class NameAddr:
                 raise SipParseError(f"no closing '>' in {text[:80]!r}")
         else:
             display, uri, tail = "", text.split(";", 1)[0], ";" + text.split(";", 1)[1] if ";" in text else ""
-        params = {}
-        for p in tail.split(";")[1:]:
-            k, _, v = p.partition("=")
-            if k.strip():
-                params[k.strip().lower()] = v.strip()
-        return cls(uri.strip(), display.strip().strip('"'), params)
+        return cls(uri.strip(), display.strip().strip('"'), _params(tail))
 
     @property
     def tag(self) -> str:
@@ -347,3 +354,13 @@ class NameAddr:
         display = f'"{self.display}" ' if self.display else ""
         params = "".join(f";{k}={v}" if v else f";{k}" for k, v in self.params.items())
         return f"{display}<{self.uri}>{params}"
+
+
+def _params(tail: str) -> dict[str, str]:
+    """``;k=v;flag`` after a name-addr, keys lower-cased."""
+    params = {}
+    for p in tail.split(";")[1:]:
+        k, _, v = p.partition("=")
+        if k.strip():
+            params[k.strip().lower()] = v.strip()
+    return params

@@ -18,7 +18,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING
 
-from .message import SipMessage
+from .message import SipMessage, SipParseError
 from .transport import Peer, SipSockets
 
 if TYPE_CHECKING:
@@ -99,7 +99,12 @@ class UserAgent:
             call.trace(direction, msg)
 
     def _error(self, text: str) -> None:
+        """A message that could not be read: kept, and the end of a call still waiting for the
+        answer of the peer that sent it (else the call would end as no_answer, the cause unsaid)."""
         self.errors.append(text)
+        for t in self.transactions.values():
+            if t.request.method == "INVITE" and text.startswith(f"from {t.peer}:") and not t.final.done():
+                t.final.set_exception(SipParseError(text))
 
     def _unreachable(self, peer: Peer, why: str) -> None:
         """Fail every open client transaction to ``peer``: nothing there will answer."""

@@ -18,7 +18,15 @@ from urllib.parse import urlsplit
 
 from tamesu.config.targets.browser import BrowserTarget
 from tamesu.errors import TargetError
-from tamesu.kernel.events import BrowserAction, BrowserBlocked, BrowserMocked, BrowserRecording, BrowserStep
+from tamesu.kernel.events import (
+    BrowserAction,
+    BrowserBlocked,
+    BrowserDownload,
+    BrowserMocked,
+    BrowserPopup,
+    BrowserRecording,
+    BrowserStep,
+)
 from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
 
@@ -86,7 +94,7 @@ class BrowserAdapter(TargetAdapter):
                 kind="config",
             )
         options = config.browser or BrowserOptions()
-        kwargs: dict[str, Any] = {"service_workers": "block"}
+        kwargs: dict[str, Any] = {"service_workers": "block", "accept_downloads": False}
         if options.viewport:
             width, height = options.viewport.split("x")
             kwargs["viewport"] = {"width": int(width), "height": int(height)}
@@ -100,6 +108,7 @@ class BrowserAdapter(TargetAdapter):
             self.gate = Gate(domains, mocks=list(options.mocks))
             await self.gate.attach(self.context)
             self.page = await self.context.new_page()
+            self.gate.watch(self.context, self.page)
             await self._record(options.recording)
             await self._load()
         except BaseException:
@@ -293,9 +302,15 @@ def action_event(record: dict[str, str], at: float) -> BrowserAction:
     )
 
 
-def request_event(name: str, data: dict[str, Any], at: float) -> BrowserBlocked | BrowserMocked:
-    """What the gate did with a request: blocked it, or answered it from a mock."""
+def request_event(
+    name: str, data: dict[str, Any], at: float
+) -> BrowserBlocked | BrowserMocked | BrowserPopup | BrowserDownload:
+    """What the gate noted: a request it blocked or answered from a mock, a popup, a download."""
     url, method = str(data.get("url", "")), str(data.get("method", "GET"))
+    if name == "browser_popup":
+        return BrowserPopup(url=url, at=at)
+    if name == "browser_download":
+        return BrowserDownload(url=url, filename=str(data.get("filename", "")), at=at)
     if name == "browser_mocked":
         return BrowserMocked(url=url, method=method, pattern=str(data.get("pattern", "")), at=at)
     previous = data.get("redirected_from")

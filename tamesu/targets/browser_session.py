@@ -27,7 +27,16 @@ from tamesu.errors import MissingExtraError, TargetError
 from tamesu.extras import chromium_path
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Playwright, Request, Route, WebSocketRoute
+    from playwright.async_api import (
+        Browser,
+        BrowserContext,
+        Download,
+        Page,
+        Playwright,
+        Request,
+        Route,
+        WebSocketRoute,
+    )
 
     from tamesu.config.targets.browser import BrowserMock
 
@@ -192,10 +201,30 @@ class Gate:
         except Exception:
             return
 
+    async def popup(self, page: Page) -> None:
+        """A window the page opened (the run's own page is opened before the gate watches): noted
+        and closed, since no step can act in it."""
+        self.note("browser_popup", {"url": page.url[:500]})
+        try:
+            await page.close()
+        except Exception:
+            return
+
+    def download(self, download: Download) -> None:
+        """A download the page started (the context accepts none, so nothing reaches the disk)."""
+        self.note(
+            "browser_download", {"url": download.url[:500], "filename": download.suggested_filename[:200]}
+        )
+
     async def attach(self, context: BrowserContext) -> None:
         await context.route("**/*", self.handle)
         await context.route_web_socket(re.compile(".*"), self.socket)
         context.on("request", self.redirected)
+
+    def watch(self, context: BrowserContext, page: Page) -> None:
+        """Note the popups and downloads of ``page``, the run's page, from now on."""
+        context.on("page", self.popup)
+        page.on("download", self.download)
 
 
 async def _answer(route: Route, mock: BrowserMock) -> None:

@@ -41,7 +41,8 @@ class TwirpError(Exception):
 def _need(grants: Any, grant: str, room: str | None = None) -> None:
     if grants is None or not getattr(grants, grant, False):
         raise TwirpError("permission_denied", f"the token lacks the {grant} grant", 403)
-    if room is not None and grant == "room_admin" and grants.room and grants.room != room:
+    if room is not None and grant == "room_admin" and grants.room != room:
+        # as LiveKit: roomAdmin is for the token's room, and a token naming none administers none
         raise TwirpError("permission_denied", f"the token is not for room {room}", 403)
 
 

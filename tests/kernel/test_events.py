@@ -29,6 +29,8 @@ SAMPLES: list[ev.TranscriptEvent] = [
     ev.VoiceTurn(turn=1, caller_end=1.4, first_audio_at=2.0, end_at=3.4, interrupted=True, stt="hi", at=3.4),
     ev.AgentCleared(reason="interrupted", at=3.5),
     ev.AudioDropped(samples=16000, seconds=1.0, at=3.6),
+    ev.BrowserPopup(url="http://shop.example/child", at=3.7),
+    ev.BrowserDownload(url="http://shop.example/big", filename="big.bin", at=3.8),
     ev.DtmfUnsupported(digits="5", at=0.5),
     ev.SipTrace(
         direction="received",

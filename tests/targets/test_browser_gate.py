@@ -15,7 +15,7 @@ pytest.importorskip("playwright.async_api", reason="pip install 'tamesu[browser]
 from aiohttp import web
 
 from tamesu.errors import TargetError
-from tamesu.kernel.events import BrowserBlocked
+from tamesu.kernel.events import BrowserBlocked, BrowserDownload, BrowserPopup
 from tamesu.targets.browser_session import close_shared_browsers
 
 from .conftest import Harness
@@ -57,8 +57,28 @@ class Site:
             await sock.close()
             return sock
 
+        async def big(request: web.Request) -> web.StreamResponse:
+            self.hits.append(request.path)
+            headers = {
+                "Content-Type": "application/octet-stream",
+                "Content-Disposition": "attachment; filename=big.bin",
+            }
+            response = web.StreamResponse(headers=headers)
+            await response.prepare(request)
+            try:
+                for _ in range(200):  # 200 MB unless the browser stops reading
+                    await response.write(b"\0" * 1_000_000)
+            except (ConnectionError, RuntimeError):
+                pass
+            return response
+
+        async def child(request: web.Request) -> web.Response:
+            return web.Response(text="<html>child</html>", content_type="text/html")
+
         app = web.Application()
         app.router.add_get("/", home)
+        app.router.add_get("/big", big)
+        app.router.add_get("/child", child)
         app.router.add_get("/go", go)
         app.router.add_get("/evil", evil)
         app.router.add_get("/ws", ws)
@@ -148,3 +168,36 @@ async def test_webrtc_sends_no_stun_to_another_host(harness: Harness, site: Site
         transport.close()
     assert step["result"] == "complete"
     assert stun.packets == 0
+
+
+OPEN_AND_DOWNLOAD = """() => {
+  const link = document.createElement("a");
+  link.href = "/big";
+  link.download = "big.bin";
+  document.body.append(link);
+  link.click();
+  window.opened = [];
+  for (let i = 0; i < 100; i++) window.opened.push(window.open("/child?" + i));
+  return window.opened.filter(Boolean).length;
+}"""
+ALL_CLOSED = """new Promise((resolve) => {
+  setTimeout(() => resolve("still open"), 10000);
+  const check = () => (window.opened.every((w) => !w || w.closed) ? resolve("closed") : setTimeout(check, 20));
+  check();
+})"""
+"""Waits until every popup is closed (or gives up after 10 s, so that a failure is a verdict)."""
+
+
+async def test_popups_and_downloads_are_noted_and_nothing_is_written(
+    harness: Harness, site: Site, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{site.port}/"
+    steps = [{"action": {"eval_js": OPEN_AND_DOWNLOAD}}, {"action": {"eval_js": ALL_CLOSED}}]
+    page = Page(harness, {"url": url, "browser": {"recording": "off"}}, steps, tmp_path)
+    out = await page.open()
+    opened, closed = steps_of(out)
+    assert opened["result"] == 100 and closed["result"] == "closed", "tamesu closed every popup"
+    popups = events_of(out, BrowserPopup)
+    assert len(popups) == 100 and all("/child?" in p.url for p in popups)
+    assert [(d.url, d.filename) for d in events_of(out, BrowserDownload)] == [(f"{url}big", "big.bin")]
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and p.stat().st_size > 1_000_000] == []

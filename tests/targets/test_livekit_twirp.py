@@ -178,6 +178,35 @@ async def test_errors_are_twirp_errors(lkapi: api.LiveKitAPI, server: LivekitSer
         assert response.status == 401 and (await response.json())["code"] == "unauthenticated"
 
 
+async def test_room_admin_without_a_room_administers_no_room(
+    lkapi: api.LiveKitAPI, server: LivekitServer, rooms: list[rtc.Room]
+) -> None:
+    await join(server, rooms, "caller", "desk")
+    grants = {"room_admin": True}
+    for name, token in (
+        (
+            "no room",
+            api.AccessToken(server.api_key, server.api_secret).with_grants(api.VideoGrants(**grants)),
+        ),
+        (
+            "another room",
+            api.AccessToken(server.api_key, server.api_secret).with_grants(
+                api.VideoGrants(room="lobby", **grants)
+            ),
+        ),
+    ):
+        async with aiohttp_session() as http:
+            response = await http.post(
+                f"{http_url(server)}/twirp/livekit.RoomService/RemoveParticipant",
+                json={"room": "desk", "identity": "caller"},
+                headers={"Authorization": f"Bearer {token.to_jwt()}"},
+            )
+            assert response.status == 403, name
+            assert (await response.json())["code"] == "permission_denied"
+    listed = await lkapi.room.list_participants(api.ListParticipantsRequest(room="desk"))
+    assert [p.identity for p in listed.participants] == ["caller"], "the caller is still in the room"
+
+
 def http_url(server: LivekitServer) -> str:
     return server.url.replace("ws://", "http://")
 
