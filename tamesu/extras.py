@@ -79,6 +79,7 @@ EXTRAS: dict[str, Extra] = {
         Extra("grpc", "grpc targets: agents serving schema/agent.proto (grpcio and protobuf)", ("grpc", "google.protobuf")),
         Extra("otel", "OpenTelemetry traces of each invocation (telemetry.otlp_endpoint)", ("opentelemetry",)),
         Extra("livekit", "livekit targets (the livekit SDK and livekit-api) and the loopback LiveKit server (aiortc)", ("livekit", "livekit.api", "aiortc")),
+        Extra("livekit-agents", "LiveKit Agents (livekit-agents, pinned) for workers tested against the loopback server", ("livekit.agents",)),
         Extra("browser", "browser targets: Playwright driving the system's Chromium (apt-get install chromium)", ("playwright",)),
         Extra("sip", "sip targets (tamesu's own SIP user agent needs no package; trunk_id needs the livekit extra)"),
         Extra("history-server", "a team's shared history on PostgreSQL (history.url, --db postgresql://...)", ("psycopg",)),

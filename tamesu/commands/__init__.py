@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "diff": "compare two invocations: regressions, fixes, latency, cost, flaky tests",
     "playbooks": "list the red-team playbooks with their attacks, tactics and detectors",
     "generate": "draft tests from the agent's description with the scenario_generator model",
+    "serve": "run a loopback server for agents under test (tamesu serve livekit, like livekit-server --dev)",
 }
 """Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use)."""
 

@@ -436,8 +436,11 @@ _NAMESPACE_WHERE = {
     "sent": "only in response.poll, for names in request.capture",
     "listen": "only in a target with response.listen",
     "sip": "only in sip targets",
+    "livekit": "only in hooks, of the server livekit: { serve: true } starts",
 }
 _ANY: None = None
+LIVEKIT_SERVED = frozenset({"url", "api_key", "api_secret"})
+"""What hooks read of the run's LiveKit server (tamesu.yaml's ``livekit: { serve: true }``)."""
 
 
 @dataclass(frozen=True)
@@ -504,6 +507,7 @@ def _check_templates(
         _walk_templates(ctx, value, (key,), anywhere)
     for key, value in (data.get("hooks") or {}).items():
         where = base.plus(bare=("session",)) if key.endswith("_each") else base
+        where = where.plus(livekit=LIVEKIT_SERVED)
         where = where.plus(captured=all_captured) if key == "after_each" else where
         _walk_templates(ctx, value, ("hooks", key), where)
     for name, target in targets.items():

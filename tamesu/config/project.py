@@ -7,7 +7,8 @@ the keys a file actually set, so a documented default never hides a value from a
 
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from tamesu.config.assertion import Assertion
 from tamesu.config.common import ConfigModel, Duration, F, Hook, PositiveInt, StrMap
@@ -238,6 +239,21 @@ class LiveKitConfig(ConfigModel):
     api_secret: str | None = F(
         "API secret; write it as {{secrets.NAME}}.", "{{secrets.LIVEKIT_API_SECRET}}", default=None
     )
+    serve: bool = F(
+        "Start tamesu's loopback LiveKit server for the run (as tamesu serve livekit does), with fresh keys, "
+        "instead of url / api_key / api_secret; hooks see it as {{livekit.url}}, {{livekit.api_key}}, "
+        "{{livekit.api_secret}} and LIVEKIT_URL / LIVEKIT_API_KEY / LIVEKIT_API_SECRET.",
+        True,
+        default=False,
+    )
+
+    @model_validator(mode="after")
+    def _serve_alone(self) -> "LiveKitConfig":
+        if self.serve and (self.url or self.api_key or self.api_secret):
+            raise PydanticCustomError(
+                "livekit_serve", "livekit.serve starts its own server: leave url, api_key and api_secret out"
+            )
+        return self
 
 
 class ProviderConfig(ConfigModel):

@@ -75,6 +75,8 @@ class SuiteSetup:
     """Resolved secret values by name, handed to the placement with each run (Ray workers need them)."""
     budget: Budget | None = None
     """The suite's caps (budgets:); any budget tripping stops the whole invocation."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables every hook of the suite sees (the run's LiveKit server: ``livekit_serve``)."""
 
 
 def suite_setups(

@@ -178,6 +178,9 @@ class Workers:
             if dispatch.agent_name == worker.agent_name:
                 self.waiting.remove(dispatch)
                 self._spawn(self.assign(dispatch))
+        if not worker.agent_name:  # a worker started after its first rooms still gets them
+            for room in self.server.rooms_without_agents():
+                self.server.dispatch("", room)
         return worker
 
     async def _message(self, worker: Worker, data: bytes) -> bool:
