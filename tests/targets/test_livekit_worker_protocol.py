@@ -8,7 +8,7 @@ livekit target with the real SDK, so what it reports is what a run would.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -20,19 +20,14 @@ from livekit import api
 from livekit.protocol import agent as agent_pb
 
 from tamesu.errors import TargetError
-from tamesu.testing.livekit_server import LivekitServer, serve_livekit_server
+from tamesu.testing.livekit_server import LivekitServer
 
 from ..voice.peers import Calls, calls
+from .livekit_worker import keys, room, server
 
-__all__ = ["calls"]
+__all__ = ["calls", "server"]
 
 pytestmark = [pytest.mark.integration]
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[LivekitServer]:
-    async with serve_livekit_server() as s:
-        yield s
 
 
 def worker_token(server: LivekitServer, *, agent: bool = True) -> str:
@@ -77,20 +72,6 @@ def changed(server: LivekitServer, done: Callable[[], bool]) -> asyncio.Event:
 
     server.workers.on_change = check
     return event
-
-
-def room_config(server: LivekitServer, **extra: object) -> dict[str, object]:
-    return {
-        "type": "livekit",
-        "url": server.url,
-        "api_key": "{{secrets.LK_KEY}}",
-        "api_secret": "{{secrets.LK_SECRET}}",
-        **extra,
-    }
-
-
-def keys(server: LivekitServer) -> dict[str, str]:
-    return {"LK_KEY": server.api_key, "LK_SECRET": server.api_secret}
 
 
 async def test_a_token_without_the_agent_grant_is_refused(server: LivekitServer) -> None:
@@ -196,7 +177,7 @@ async def test_a_worker_that_never_answers_is_passed_over_and_the_caller_is_told
         ws = await connect(http, server)
         worker_id = (await register(ws)).worker_id
         with pytest.raises(TargetError) as err:
-            await calls.target(room_config(server, join_timeout="3s"), secrets=keys(server))
+            await calls.target(room(server, join_timeout="3s"), secrets=keys(server))
         await ws.close()
     message = str(err.value)
     assert "no agent (kind agent) joined room" in message
