@@ -81,6 +81,7 @@ EXTRAS: dict[str, Extra] = {
         Extra("grpc", "grpc targets: agents serving schema/agent.proto (grpcio and protobuf)", ("grpc", "google.protobuf")),
         Extra("otel", "OpenTelemetry traces of each invocation (telemetry.otlp_endpoint)", ("opentelemetry",)),
         Extra("livekit", "livekit targets (livekit SDK, livekit-api) and a loopback LiveKit server", ("livekit", "livekit.api", "aiortc")),
+        Extra("livekit-agents", "LiveKit Agents workers tested against the loopback server", ("livekit.agents",)),
         Extra("browser", "browser targets: Playwright on the system's Chromium; axe-core for a11y", ("playwright",)),
         Extra("sip", "sip targets (tamesu's own SIP stack, no package; trunk_id needs livekit)"),
         Extra("history-server", "a team's shared history on PostgreSQL (history.url, --db postgresql://...)", ("psycopg",)),

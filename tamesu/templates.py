@@ -47,6 +47,7 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 NAMESPACES = (
     "vars", "secrets", "env", "faker", "session", "captured", "args", "sent", "remote", "listen", "sip",
+    "livekit",
 )  # fmt: skip
 """Names whose members are written ``{{ns.member}}``."""
 _NAMESPACES = frozenset(NAMESPACES)

@@ -33,6 +33,10 @@ from livekit.agents import (
 )
 from livekit.agents.beta.tools import EndCallTool
 
+AUDIO = os.environ.get("AGENT_MODE", "text") == "audio"
+if AUDIO:  # plugins register on the worker's main thread, at import
+    from livekit_plugins import OfflineSTT, OfflineTTS, OfflineVAD
+
 ORDERS = {"ORD-1001": "delivered on 12 May", "ORD-2002": "still in transit"}
 INSTRUCTIONS = "You help customers of an online shop with returns. Returns are accepted within 30 days."
 GREETING = "Hello, this is the returns desk. How can I help?"
@@ -121,10 +125,7 @@ server = AgentServer()
 @server.rtc_session(agent_name=os.environ.get("AGENT_NAME", ""))
 async def entrypoint(ctx: JobContext) -> None:
     await ctx.connect()
-    audio = os.environ.get("AGENT_MODE", "text") == "audio"
-    if audio:  # turns end on the VAD's end of speech: no cloud turn detector is asked
-        from livekit_plugins import OfflineSTT, OfflineTTS, OfflineVAD
-
+    if AUDIO:  # turns end on the VAD's end of speech: no cloud turn detector is asked
         session: AgentSession = AgentSession(
             llm=RulesLLM(),
             stt=OfflineSTT(),
@@ -134,7 +135,7 @@ async def entrypoint(ctx: JobContext) -> None:
         )
     else:  # text turns are committed as they arrive
         session = AgentSession(llm=RulesLLM(), turn_handling={"turn_detection": "manual"})
-    options = room_io.RoomOptions(audio_input=audio, audio_output=audio)
+    options = room_io.RoomOptions(audio_input=AUDIO, audio_output=AUDIO)
     await session.start(agent=ReturnsAgent(), room=ctx.room, room_options=options, record=False)
 
 

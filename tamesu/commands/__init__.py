@@ -55,6 +55,7 @@ COMMANDS: dict[str, str] = {
     "playbooks": "list the red-team playbooks with their attacks, tactics and detectors",
     "generate": "draft tests from the agent's description with the scenario_generator model",
     "import": "make recorded calls replay tests: tamesu import calls PATH... --into SUITE --target NAME",
+    "serve": "run a loopback server for agents under test (tamesu serve livekit, like livekit-server --dev)",
 }
 """Command -> one line of help; each lives in ``tamesu.commands.<name>`` (imported on use), or in
 the module ``COMMAND_MODULES`` names where the command is a Python keyword."""

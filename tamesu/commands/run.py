@@ -98,6 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tamesu.commands.serve import loopback_livekit
     from tamesu.reports.console import ConsoleReporter
     from tamesu.runner.api import run as run_suites
     from tamesu.secrets import Redactor
@@ -121,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
             reporter=reporter,
             redactor=redactor,
             argv=["tamesu", *sys.argv[1:]],
+            livekit_server=loopback_livekit,
             concurrency=args.concurrency,
             per_target=args.per_target,
             tags=split_list(args.tags),

@@ -441,10 +441,13 @@ _NAMESPACE_WHERE = {
     "sent": "only in response.poll, for names in request.capture",
     "listen": "only in a target with response.listen",
     "sip": "in sip targets and hooks (sip.inbound_uri in a hook needs sip.inbound_port or a port in sip.inbound_number)",
+    "livekit": "only in hooks, of the server livekit: { serve: true } starts",
 }
 _ANY: None = None
 SIP_NAMES = frozenset({"inbound_number", "inbound_uri"})
 """What ``{{sip.…}}`` offers (``config.sip_inbound``)."""
+LIVEKIT_SERVED = frozenset({"url", "api_key", "api_secret"})
+"""What hooks read of the run's LiveKit server (tamesu.yaml's ``livekit: { serve: true }``)."""
 
 
 @dataclass(frozen=True)
@@ -512,6 +515,7 @@ def _check_templates(
     for key, value in (data.get("hooks") or {}).items():
         where = base.plus(sip=SIP_NAMES)
         where = where.plus(bare=("session",)) if key.endswith("_each") else where
+        where = where.plus(livekit=LIVEKIT_SERVED)
         where = where.plus(captured=all_captured) if key == "after_each" else where
         _walk_templates(ctx, value, ("hooks", key), where)
     for name, target in targets.items():

@@ -277,6 +277,21 @@ class LiveKitConfig(ConfigModel):
     api_secret: str | None = F(
         "API secret; write it as {{secrets.NAME}}.", "{{secrets.LIVEKIT_API_SECRET}}", default=None
     )
+    serve: bool = F(
+        "Start tamesu's loopback LiveKit server for the run (as tamesu serve livekit does), with fresh keys, "
+        "instead of url / api_key / api_secret; hooks see it as {{livekit.url}}, {{livekit.api_key}}, "
+        "{{livekit.api_secret}} and LIVEKIT_URL / LIVEKIT_API_KEY / LIVEKIT_API_SECRET.",
+        True,
+        default=False,
+    )
+
+    @model_validator(mode="after")
+    def _serve_alone(self) -> "LiveKitConfig":
+        if self.serve and (self.url or self.api_key or self.api_secret):
+            raise PydanticCustomError(
+                "livekit_serve", "livekit.serve starts its own server: leave url, api_key and api_secret out"
+            )
+        return self
 
 
 class ProviderConfig(ConfigModel):

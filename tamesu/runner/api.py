@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.cycle_collector import set_for_runs
 from tamesu.errors import ClusterLost, UsageError
 from tamesu.runner.invocation import InvocationResult, Reporter, RunOptions
+from tamesu.runner.livekit_serve import LivekitServe, ServedLivekit, serve_livekit
 from tamesu.runner.prepare import load_suites, needs_speech, plan_runs, router_factory
 from tamesu.runner.rates import EarlyStopper, RateRule
 from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
@@ -45,13 +46,18 @@ def run(
     reporter: Reporter | None = None,
     redactor: Redactor | None = None,
     argv: Sequence[str] | None = None,
+    livekit_server: LivekitServe | None = None,
     **options: Any,
 ) -> InvocationResult:
     """Run suites (files or folders; default the current folder) and return the invocation's result.
 
     ``options`` are the fields of ``RunOptions`` (``concurrency=8, tags=["smoke"], junit="out.xml"``).
     """
-    return asyncio.run(run_async(paths, reporter=reporter, redactor=redactor, argv=argv, **options))
+    return asyncio.run(
+        run_async(
+            paths, reporter=reporter, redactor=redactor, argv=argv, livekit_server=livekit_server, **options
+        )
+    )
 
 
 async def run_async(
@@ -60,9 +66,11 @@ async def run_async(
     reporter: Reporter | None = None,
     redactor: Redactor | None = None,
     argv: Sequence[str] | None = None,
+    livekit_server: LivekitServe | None = None,
     **options: Any,
 ) -> InvocationResult:
-    """``run`` inside a running event loop."""
+    """``run`` inside a running event loop. ``livekit_server`` serves ``livekit: { serve: true }``
+    (``tamesu.testing.serve_livekit_server``; the command line passes it)."""
     try:
         opts = RunOptions(**options)
     except TypeError as exc:
@@ -75,8 +83,27 @@ async def run_async(
     if resume_dir is not None and not paths:
         paths = list(ResultsStore.open(resume_dir).settings.get("suite_paths", []))
     loaded = load_suites(paths or ["."], opts)
+    async with contextlib.AsyncExitStack() as services:
+        served = await serve_livekit(loaded, services, redactor, livekit_server)
+        return await _run_loaded(loaded, served, paths, resume_dir, opts, started, redactor, reporter, argv)
+
+
+async def _run_loaded(
+    loaded: list[LoadedSuite],
+    served: ServedLivekit | None,
+    paths: list[str | Path],
+    resume_dir: Path | None,
+    opts: RunOptions,
+    started: float,
+    redactor: Redactor,
+    reporter: Reporter,
+    argv: Sequence[str] | None,
+) -> InvocationResult:
+    """Plan, schedule, store and report the loaded suites (the second half of ``run_async``)."""
     specs = plan_runs(loaded, opts)
     setups, specs = suite_setups(loaded, specs, redactor)
+    if served is not None:
+        served.apply(setups)
     project_dir = next((s.project_dir for s in loaded if s.project_dir is not None), None)
     project = next((s.project for s in loaded if s.project is not None), None)
     where = output_dir(opts.output or getattr(project, "output", None), project_dir)

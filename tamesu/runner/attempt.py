@@ -96,7 +96,7 @@ def hook_kwargs(
         scope.set(name, value)
     return {
         "scope": scope,
-        "env": env,
+        "env": {**setup.env, **env},
         "suite_dir": setup.dir,
         "http": http,
         "redactor": redactor or Redactor(),

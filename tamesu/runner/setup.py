@@ -77,6 +77,8 @@ class SuiteSetup:
     """The suite's caps (budgets:); any budget tripping stops the whole invocation."""
     remote_agents: dict[str, Any] = field(default_factory=dict)
     """The suite's remote agents (config by name), served before ``before_all`` until ``after_all``."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables every hook of the suite sees (the run's LiveKit server: ``livekit_serve``)."""
 
 
 def suite_setups(

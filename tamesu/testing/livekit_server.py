@@ -147,6 +147,16 @@ class LivekitServer:
             self.workers.dispatch(dispatch)
         return dispatch
 
+    def rooms_without_agents(self) -> list[str]:
+        """Rooms someone is waiting in that no dispatch and no agent reached."""
+        return [
+            name
+            for name, room in self.rooms.items()
+            if not self.dispatches.get(name)
+            and room.members
+            and all(m.info.kind != models.ParticipantInfo.AGENT for m in room.members.values())
+        ]
+
     async def close_room(self, name: str) -> bool:
         """Close the room called ``name``: everyone is told to leave and workers end their jobs there."""
         pending = self._closing.pop(name, None)

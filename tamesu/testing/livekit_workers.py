@@ -178,6 +178,9 @@ class Workers:
             if dispatch.agent_name == worker.agent_name:
                 self.waiting.remove(dispatch)
                 self._spawn(self.assign(dispatch))
+        if not worker.agent_name:  # a worker started after its first rooms still gets them
+            for room in self.server.rooms_without_agents():
+                self.server.dispatch("", room)
         return worker
 
     async def _message(self, worker: Worker, data: bytes) -> bool:
@@ -238,6 +241,9 @@ class Workers:
 
     def dispatch(self, dispatch: agent_dispatch.AgentDispatch) -> None:
         """Give ``dispatch`` to a worker of its agent name, now or once one registers."""
+        if not any(w.agent_name == dispatch.agent_name and w.available for w in self.workers.values()):
+            self.waiting.append(dispatch)
+            return
         self._spawn(self.assign(dispatch))
 
     async def assign(self, dispatch: agent_dispatch.AgentDispatch) -> None:
@@ -269,9 +275,7 @@ class Workers:
                     self.waiting.append(dispatch)
                     dispatch.state.jobs.remove(job)
                 else:
-                    self._set_state(
-                        job, agent_pb.JS_FAILED, f"no worker took the job (asked: {', '.join(tried)})"
-                    )
+                    self._set_state(job, agent_pb.JS_FAILED, f"no worker took the job: {job.state.error}")
                 return
             tried.add(worker.id)
             if await self._offer(worker, job, dispatch):

@@ -10,12 +10,37 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
-from tamesu.testing.livekit_server import LivekitServer
+import pytest
+
+from tamesu.testing.livekit_server import LivekitServer, serve_livekit_server
 
 AGENT_DIR = Path(__file__).resolve().parents[2] / "examples" / "livekit_agent"
 REGISTER_S = 90.0
 """How long a worker process has to start and register (imports are slow on a loaded machine)."""
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[LivekitServer]:
+    async with serve_livekit_server() as s:
+        yield s
+
+
+def room(server: LivekitServer, **extra: Any) -> dict[str, Any]:
+    """A livekit target for a room of ``server``, its keys as secrets (``keys``)."""
+    return {
+        "type": "livekit",
+        "url": server.url,
+        "api_key": "{{secrets.LK_KEY}}",
+        "api_secret": "{{secrets.LK_SECRET}}",
+        "join_timeout": "60s",
+        **extra,
+    }
+
+
+def keys(server: LivekitServer) -> dict[str, str]:
+    return {"LK_KEY": server.api_key, "LK_SECRET": server.api_secret}
 
 
 class WorkerProcess:
@@ -53,7 +78,7 @@ async def agent_worker(
         "LIVEKIT_API_SECRET": server.api_secret,
         "AGENT_NAME": agent_name,
         "AGENT_MODE": mode,
-        "LIVEKIT_LOG_LEVEL": "INFO",
+        "LIVEKIT_LOG_LEVEL": os.environ.get("LIVEKIT_LOG_LEVEL", "INFO"),
     }
     log = log_dir / f"worker-{agent_name or 'auto'}-{len(before)}.log"
     with log.open("wb") as out:
