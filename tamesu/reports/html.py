@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_findings import findings_section
 from tamesu.reports.html_grid import grid_section
+from tamesu.reports.html_replay import replay_block
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
 from tamesu.reports.rundir import RunDirectory, TestRow
 from tamesu.untrusted import storable_text
@@ -228,6 +229,7 @@ def _run(run: RunDirectory, r: RunResult, *, open_: bool, max_audio_bytes: int) 
     if transcript is not None:
         if transcript.captures:
             parts.append("<h4>Captures</h4>" + _kv(transcript.captures))
+        parts.append(replay_block(r, transcript, max_audio_bytes=max_audio_bytes))
         parts.append(voice_block(run, transcript, max_audio_bytes=max_audio_bytes))
         parts.append(_transcript(transcript))
     elif r.transcript_file:

@@ -32,6 +32,7 @@ targets:
     messages:
       transcript: "$[?(@.type=='transcript')].text"
       tool_calls: "$[?(@.type=='tool_calls')].calls[*]"
+      caller_transcript: "$[?(@.type=='user_transcript')].text"
       done: "$[?(@.type=='end')].type"
       close: { type: hangup }
 tests:
@@ -76,6 +77,11 @@ def agent() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def changed_agent() -> Iterator[str]:
     yield from _agent("--return-days", "60")
+
+
+@pytest.fixture(scope="module")
+def mishearing_agent() -> Iterator[str]:
+    yield from _agent("--mishear", "40=14")
 
 
 def tamesu(*args: str, url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -136,3 +142,34 @@ def test_recorded_calls_pass_against_the_same_agent_and_fail_against_a_changed_o
     failed = [a for a in run["assertions"] if not a["passed"]]
     assert [a["kind"] for a in failed] == ["similar_to"] and failed[0]["on_turn"] == 2
     assert "60 days" in failed[0]["actual"]["text"]
+
+    page = tamesu("report", "runs/latest", "--out", "changed.html", url=agent, cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "changed.html").read_text()
+    assert "<h4>Recorded and new agent</h4>" in html and "Recorded call (call.wav)" in html
+    assert html.count('<audio controls preload="none" src="data:audio/wav;base64,') >= 2  # recorded and new
+
+
+POLICY = """\
+  - name: returns policy
+    target: phone
+    tags: [policy]
+    persona: { voice: en-US-male }
+    scenario:
+      script:
+        - say: "Hi! Can I return shoes I bought 40 days ago?"
+    assert:
+      - contains: "not possible"
+"""
+
+
+@pytest.mark.skipif(not _speech_engines_installed(), reason="needs the voice extra (Piper and Whisper)")
+def test_a_call_the_agent_misheard_fails_as_heard_differently(tmp_path: Path, mishearing_agent: str) -> None:
+    (tmp_path / "suite.yaml").write_text(SUITE + POLICY)
+    proc = tamesu("run", "suite.yaml", "--tags", "policy", "--output", "runs", "--json", "r.json",
+                  url=mishearing_agent, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["failures_by_cause"] == {"heard_differently": 1}
+    [run] = report["tests"][0]["runs"]
+    assert run["cause"] == "heard_differently"
