@@ -4,8 +4,6 @@ reported as diverged at that turn (unit), end to end on a text target through ``
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +15,8 @@ from tamesu.kernel.messages import AudioClip
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.replay_user import ReplayUser, replay_result, word_overlap
 from tamesu.simulator import UserSimulator
+
+from .example_agents import example_agent
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,18 +126,7 @@ def test_a_replay_is_the_whole_scenario_and_its_offsets_need_the_recording() -> 
 
 @pytest.fixture
 def demo_agent() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "demo_agent" / "agent.py"), "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout is not None else ""
-        assert line.startswith("listening on "), line
-        yield line.removeprefix("listening on ").strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    yield from example_agent("demo_agent", stop_within=10)
 
 
 SUITE = """\

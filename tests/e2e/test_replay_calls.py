@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ..example_agents import example_agent
 from ..stored import stored_transcripts
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -55,18 +56,7 @@ def _speech_engines_installed() -> bool:
 
 
 def _agent(*extra: str) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "voice_agent" / "agent.py"), "--port", "0", *extra],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout is not None else ""
-        assert line.startswith("listening on "), line
-        yield line.removeprefix("listening on ").strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    yield from example_agent("voice_agent", *extra)
 
 
 @pytest.fixture(scope="module")
