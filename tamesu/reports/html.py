@@ -82,7 +82,7 @@ def render_html(run: RunDirectory, *, max_audio_bytes: int = MAX_AUDIO_BYTES) ->
             {(row.suite, row.test_id): n for n, row in enumerate(rows)},
         ),
         load_section(run.load_report) if run.load_report else "",
-        grid_section(run.results),
+        grid_section(run.results, run.settings),
         '<h2 id="tests">Tests</h2>',
         *(_test(run, row, n, max_audio_bytes) for n, row in enumerate(rows)),
         "</main>",
