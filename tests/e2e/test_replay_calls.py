@@ -137,7 +137,7 @@ def test_recorded_calls_pass_against_the_same_agent_and_fail_against_a_changed_o
     assert page.returncode == 0, page.stderr
     html = (tmp_path / "changed.html").read_text()
     assert "<h4>Recorded and new agent</h4>" in html and "Recorded call (call.wav)" in html
-    assert html.count('<audio controls preload="none" src="data:audio/wav;base64,') >= 2  # recorded and new
+    assert html.count('src="data:audio/wav;base64,') >= 2  # the recorded call and the new one
 
 
 POLICY = """\
