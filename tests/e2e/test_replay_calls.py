@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tamesu.calls import read_transcript
+
 from ..example_agents import example_agent
 from ..stored import stored_transcripts
 
@@ -95,43 +97,47 @@ def test_recorded_calls_pass_against_the_same_agent_and_fail_against_a_changed_o
     calls.mkdir()
     shutil.copy(run_dir / call["recording"], calls / "c1.wav")
     (calls / "c1.json").write_text(json.dumps(transcript))
-    if (
-        shutil.which("ffmpeg") is not None
-    ):  # Twilio's dual-channel recording: 8 kHz mu-law, here the agent on the left
-        cmd = ["ffmpeg", "-loglevel", "error", "-i", str(calls / "c1.wav"), "-af", "pan=stereo|c0=c1|c1=c0",
-               "-ar", "8000", "-acodec", "pcm_mulaw", str(tmp_path / "RE42.wav")]  # fmt: skip
-        subprocess.run(cmd, check=True)
-        twilio = tamesu("import", "calls", "../RE42.wav", "--out", "twilio.yaml", "--target", "phone",
-                        "--caller", "right", "--no-judge", url=agent, cwd=calls)  # fmt: skip
-        assert twilio.returncode == 0, twilio.stderr
-        turns = yaml.safe_load((calls / "twilio.yaml").read_text())["tests"][0]["scenario"]["replay"]["turns"]
-        assert len(turns) == 2 and "40 days" in turns[0]["say"].replace("forty", "40")
-
     imported = tamesu("import", "calls", "recorded", "--into", "suite.yaml", "--target", "phone", "--no-judge",
                       url=agent, cwd=tmp_path)  # fmt: skip
     assert imported.returncode == 0, imported.stderr
     assert "added  c1: 2 caller turn(s)" in imported.stdout
+    replays = ["call c1"]
 
-    same = tamesu(
-        "run",
-        "suite.yaml",
-        "--tags",
-        "replay",
-        "--output",
-        "runs",
-        "--json",
-        "same.json",
-        url=agent,
-        cwd=tmp_path,
-    )
+    if shutil.which("ffmpeg") is not None:
+        # The same call as Twilio's dual-channel recording: 8 kHz mu-law, the agent's leg on the left,
+        # with speaker turns as a transcription service gives them.
+        twilio = tmp_path / "twilio"
+        twilio.mkdir()
+        cmd = ["ffmpeg", "-loglevel", "error", "-i", str(calls / "c1.wav"), "-af", "pan=stereo|c0=c1|c1=c0",
+               "-ar", "8000", "-acodec", "pcm_mulaw", str(twilio / "RE42.wav")]  # fmt: skip
+        subprocess.run(cmd, check=True)
+        alone = tamesu("import", "calls", "twilio", "--out", "heard.yaml", "--target", "phone", "--caller", "right",
+                       "--no-judge", url=agent, cwd=tmp_path)  # fmt: skip
+        assert alone.returncode == 0, alone.stderr  # without a transcript: the VAD's turns, Whisper's words
+        turns = yaml.safe_load((tmp_path / "heard.yaml").read_text())["tests"][0]["scenario"]["replay"][
+            "turns"
+        ]
+        assert len(turns) == 2 and "40 days" in turns[0]["say"].replace("forty", "40")
+        spoken = [{"speaker": t.speaker, "text": t.text, "start": t.start, "end": t.end}
+                  for t in read_transcript(calls / "c1.json")]  # fmt: skip
+        (twilio / "RE42.json").write_text(json.dumps({"turns": spoken}))
+        into = tamesu("import", "calls", "twilio", "--into", "suite.yaml", "--target", "phone", "--caller", "right",
+                      "--no-judge", url=agent, cwd=tmp_path)  # fmt: skip
+        assert into.returncode == 0, into.stderr
+        replays.append("call RE42")
+
+    same = tamesu("run", "suite.yaml", "--tags", "replay", "--output", "runs", "--json", "same.json",
+                  url=agent, cwd=tmp_path)  # fmt: skip
     assert same.returncode == 0, same.stdout[-3000:]
+    assert sorted(t["test_id"] for t in json.loads((tmp_path / "same.json").read_text())["tests"]) == replays
     changed = tamesu("run", "suite.yaml", "--tags", "replay", "--output", "runs", "--json", "changed.json",
                      url=changed_agent, cwd=tmp_path)  # fmt: skip
     assert changed.returncode == 1, changed.stdout[-3000:]
-    [run] = json.loads((tmp_path / "changed.json").read_text())["tests"][0]["runs"]
-    failed = [a for a in run["assertions"] if not a["passed"]]
-    assert [a["kind"] for a in failed] == ["similar_to"] and failed[0]["on_turn"] == 2
-    assert "60 days" in failed[0]["actual"]["text"]
+    for test in json.loads((tmp_path / "changed.json").read_text())["tests"]:
+        [run] = test["runs"]
+        failed = [a for a in run["assertions"] if not a["passed"]]
+        assert [a["kind"] for a in failed] == ["similar_to"] and failed[0]["on_turn"] == 2, test["test_id"]
+        assert "60 days" in failed[0]["actual"]["text"]
 
     page = tamesu("report", "runs/latest", "--out", "changed.html", url=agent, cwd=tmp_path)
     assert page.returncode == 0, page.stderr
