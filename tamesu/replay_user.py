@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tamesu.config import Replay
     from tamesu.kernel.transcript import Transcript, Turn
 
-__all__ = ["Divergence", "ReplayUser", "divergence", "replay_result", "word_overlap"]
+__all__ = ["Divergence", "ReplayUser", "divergence", "recorded_call", "replay_result", "word_overlap"]
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 
@@ -122,17 +122,32 @@ class ReplayUser:
         return path if path.is_absolute() else self.suite_dir / path
 
 
-def replay_result(replay: Replay, transcript: Transcript) -> AssertionResult:
+def recorded_call(replay: Replay, suite_dir: Path | str = ".") -> dict[str, object]:
+    """What the report shows beside the new call: the recorded turns, and the recording's path."""
+    out: dict[str, object] = {
+        "turns": len(replay.turns),
+        "opening": replay.opening,
+        "recorded": [{"say": t.say, "agent": t.agent} for t in replay.turns],
+    }
+    if replay.recording is not None:
+        path = Path(replay.recording)
+        out["recording"] = str(path if path.is_absolute() else Path(suite_dir).resolve() / path)
+        out["caller"] = replay.caller
+    return out
+
+
+def replay_result(replay: Replay, transcript: Transcript, suite_dir: Path | str = ".") -> AssertionResult:
     """The check every replayed test carries: the whole recorded call was played, or where it
     stopped fitting (diverged, or the agent hung up before the caller was done)."""
     sent, total = len(transcript.user_turns()), len(replay.turns)
+    expected = recorded_call(replay, suite_dir)
     if transcript.end_reason == "diverged":
         found = divergence(replay, transcript, sent)
         message = found.message() if found is not None else f"diverged at caller turn {sent + 1}"
         actual: dict[str, object] = {"diverged_at": sent + 1}
         if found is not None:
             actual["overlap"] = found.overlap
-        return _named(AssertionResult.of(False, expected={"turns": total}, actual=actual, message=message))
+        return _named(AssertionResult.of(False, expected=expected, actual=actual, message=message))
     if sent < total:
         why = (
             "the agent ended the call"
@@ -142,12 +157,12 @@ def replay_result(replay: Replay, transcript: Transcript) -> AssertionResult:
         return _named(
             AssertionResult.of(
                 False,
-                expected={"turns": total},
+                expected=expected,
                 actual={"turns": sent, "end_reason": transcript.end_reason},
                 message=f"{why} after caller turn {sent} of {total}",
             )
         )
-    return _named(AssertionResult.of(True, expected={"turns": total}, actual={"turns": sent},
+    return _named(AssertionResult.of(True, expected=expected, actual={"turns": sent},
                                      message=f"the recorded caller's {total} turns were all replayed"))  # fmt: skip
 
 

@@ -4,8 +4,6 @@ reported as diverged at that turn (unit), end to end on a text target through ``
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +15,8 @@ from tamesu.kernel.messages import AudioClip
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.replay_user import ReplayUser, replay_result, word_overlap
 from tamesu.simulator import UserSimulator
+
+from .example_agents import example_agent
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,18 +126,7 @@ def test_a_replay_is_the_whole_scenario_and_its_offsets_need_the_recording() -> 
 
 @pytest.fixture
 def demo_agent() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "demo_agent" / "agent.py"), "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout is not None else ""
-        assert line.startswith("listening on "), line
-        yield line.removeprefix("listening on ").strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    yield from example_agent("demo_agent", stop_within=10)
 
 
 SUITE = """\
@@ -180,3 +169,25 @@ def test_a_text_target_gets_the_callers_words_and_a_divergence_fails_the_run(
     assert replayed["message"].startswith(check)
     turns = 1 if code else 2
     assert run["metrics"]["user_turns"] == turns
+
+
+@pytest.mark.unit
+def test_a_replay_whose_clip_is_missing_is_a_validate_error_naming_it(tmp_path: Path) -> None:
+    from tamesu.config.loader import load_suite
+    from tamesu.errors import ConfigErrors
+
+    (tmp_path / "calls").mkdir()
+    (tmp_path / "calls" / "123.wav").write_bytes(b"RIFF")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "suite: s\ntargets:\n  phone: { type: voice, url: 'ws://127.0.0.1:9/voice' }\ntests:\n"
+        "  - name: t\n    target: phone\n    scenario:\n      replay:\n        recording: calls/123.wav\n"
+        "        turns:\n          - { say: hi, start: 0.5, end: 1.0 }\n          - { say: bye, clip: calls/gone.wav }\n"
+    )
+    with pytest.raises(ConfigErrors) as info:
+        load_suite(suite)
+    [error] = info.value.errors
+    assert str(error).endswith(
+        ":12:31: clip not found: calls/gone.wav at tests[0].scenario.replay.turns[1].clip "
+        "(paths are relative to the suite's folder)"
+    )

@@ -308,7 +308,7 @@ def main() -> None:
         wrong, _, right = item.partition("=")
         MISHEARD[wrong] = right
     if args.return_days is not None:
-        sys.modules["tamesu_demo_brain"].RETURN_DAYS = args.return_days
+        setattr(sys.modules["tamesu_demo_brain"], "RETURN_DAYS", args.return_days)  # noqa: B010
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args.host, args.port))
 

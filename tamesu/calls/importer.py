@@ -94,7 +94,12 @@ async def _import(call: CallFiles, job: CallImport) -> ImportedCall:
         raise ValueError(f"{call.audio}: no caller speech found")
     out = ImportedCall(call.name)
     replay: dict[str, Any] = {}
-    if not opts.clips:
+    if opts.clips:
+        whole = job.suite_dir / "calls" / _safe(call.name) / "call.wav"
+        _write_clip(whole, np.stack([caller, _fit(agent, len(caller))]), rate)
+        out.clips.append(whole)
+        replay["recording"] = _relative(whole, job.suite_dir)
+    else:
         replay["recording"] = _relative(recording, job.suite_dir)
         replay["caller"] = "left" if channel == 0 else "right"
     if opening:
@@ -272,12 +277,19 @@ def _checks(turns: list[_Turn], opening: str, opts: ImportOptions) -> list[dict[
 
 
 def _write_clip(path: Path, samples: np.ndarray, rate: int) -> None:
+    """A PCM16 WAV: mono samples, or rows of channels (the whole call: caller left, agent right)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    rows = np.atleast_2d(np.asarray(samples, dtype="<i2"))
     with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
+        w.setnchannels(rows.shape[0])
         w.setsampwidth(2)
         w.setframerate(rate)
-        w.writeframes(np.asarray(samples, dtype="<i2").tobytes())
+        w.writeframes(np.ascontiguousarray(rows.T).tobytes())
+
+
+def _fit(samples: np.ndarray, n: int) -> np.ndarray:
+    """``samples`` cut or padded with silence to ``n`` (two mono sides of a call rarely end together)."""
+    return samples[:n] if len(samples) >= n else np.pad(samples, (0, n - len(samples)))
 
 
 def _relative(path: Path, folder: Path) -> str:

@@ -107,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             write_suite(args.out, new_suite_text(args.out.stem, args.target, tests, judge=options.judge))
         print(f"{len(tests)} test(s) written to {printable(str(suite_path))}")
+        needs = "models.embedder (local/minilm runs offline)" + (" and models.judge" if options.judge else "")
+        print(
+            f"the tests' similar_to{' and judge' if options.judge else ''} need {needs}, in the suite or tamesu.yaml"
+        )
     else:
         for call in imported:
             for clip in call.clips:

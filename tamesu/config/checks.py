@@ -235,6 +235,12 @@ def _referenced_files(data: dict[str, Any]) -> Iterator[tuple[KeyPath, Any, str]
                     yield at, f, "file"
                 elif isinstance(f, dict):
                     yield (*at, "path"), f.get("path"), "file"
+        replay = _get(test, "scenario", "replay")
+        if isinstance(replay, dict):
+            yield ("tests", i, "scenario", "replay", "recording"), replay.get("recording"), "recording"
+            for k, turn in enumerate(replay.get("turns") or []):
+                if isinstance(turn, dict):
+                    yield ("tests", i, "scenario", "replay", "turns", k, "clip"), turn.get("clip"), "clip"
         noise = _get(test, "persona", "behaviors", "background_noise")
         if isinstance(noise, str) and noise.lower().endswith(".wav"):
             yield ("tests", i, "persona", "behaviors", "background_noise"), noise, "noise file"

@@ -18,7 +18,7 @@ from tamesu.stats import wilson_interval
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
 
-__all__ = ["failures_by_cause", "grid_keys", "grid_table"]
+__all__ = ["failures_by_cause", "grid_keys", "grid_order", "grid_table"]
 
 
 def grid_keys(results: Iterable[RunResult]) -> list[str]:
@@ -30,20 +30,35 @@ def grid_keys(results: Iterable[RunResult]) -> list[str]:
     return list(keys)
 
 
-def grid_table(results: Iterable[RunResult], *, confidence: float = 0.95) -> list[dict[str, Any]]:
-    """One row per cell, in the order the cells ran: runs, passed, pass rate, its interval, p95
-    turn latency, and failures by cause."""
+def grid_order(settings: dict[str, Any] | None) -> dict[str, list[str]]:
+    """The grid as ``--grid`` gave it (its keys and values in order), from a run's settings."""
+    items = ((settings or {}).get("options") or {}).get("grid") or []
+    out: dict[str, list[str]] = {}
+    for item in items:
+        key, _, values = str(item).partition("=")
+        out[key.strip()] = [v.strip() for v in values.split(",") if v.strip()]
+    return out
+
+
+def grid_table(
+    results: Iterable[RunResult], *, order: dict[str, list[str]] | None = None, confidence: float = 0.95
+) -> list[dict[str, Any]]:
+    """One row per cell, in the grid's order (``order``, as ``--grid`` gave it; else as the cells
+    first finished): runs, passed, pass rate, its interval, p95 turn latency of the graded runs,
+    errors, and failures by cause."""
     cells: dict[tuple[tuple[str, str], ...], list[RunResult]] = {}
     for r in results:
         if r.grid:
             cells.setdefault(tuple(r.grid.items()), []).append(r)
     rows = []
-    for key, runs in cells.items():
+    ranked = sorted(cells, key=lambda key: _rank(key, order or {}))
+    for key in ranked:
+        runs = cells[key]
         graded = [r for r in runs if r.outcome in ("passed", "failed")]
         passed = sum(1 for r in graded if r.outcome == "passed")
         low, high = wilson_interval(passed, len(graded), confidence=confidence) if graded else (0.0, 1.0)
         latency = percentile(
-            (r.metrics["turn_latency_ms_p95"] for r in runs if "turn_latency_ms_p95" in r.metrics), 95
+            (r.metrics["turn_latency_ms_p95"] for r in graded if "turn_latency_ms_p95" in r.metrics), 95
         )
         rows.append(
             {
@@ -68,3 +83,12 @@ def failures_by_cause(results: Iterable[RunResult]) -> dict[str, int]:
         if r.outcome == "failed" and r.cause is not None:
             out[r.cause] = out.get(r.cause, 0) + 1
     return out
+
+
+def _rank(key: tuple[tuple[str, str], ...], order: dict[str, list[str]]) -> tuple[int, ...]:
+    """Where a cell stands in the grid (cells of values not in ``order`` after the others, as they came)."""
+    out = []
+    for k, v in key:
+        values = order.get(k, [])
+        out.append(values.index(v) if v in values else len(values))
+    return tuple(out)

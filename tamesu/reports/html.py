@@ -28,6 +28,7 @@ from tamesu.reports.html_capacity import capacity_section
 from tamesu.reports.html_charts import load_section
 from tamesu.reports.html_findings import findings_section
 from tamesu.reports.html_grid import grid_section
+from tamesu.reports.html_replay import replay_block
 from tamesu.reports.html_voice import MAX_AUDIO_BYTES, voice_block
 from tamesu.reports.rundir import RunDirectory, TestRow
 from tamesu.reports.words import CHECK_WORD, VERDICT_WORD
@@ -90,7 +91,7 @@ def render_html(run: RunDirectory, *, max_audio_bytes: int = MAX_AUDIO_BYTES) ->
         ),
         load_section(run.load_report) if run.load_report else "",
         _capacity(run.load_report),
-        grid_section(run.results),
+        grid_section(run.results, run.settings),
         '<h2 id="tests">Tests</h2>',
         *(_test(run, row, n, max_audio_bytes) for n, row in enumerate(rows)),
         "</main>",
@@ -277,6 +278,7 @@ def _run(run: RunDirectory, r: RunResult, *, open_: bool, max_audio_bytes: int) 
     if transcript is not None:
         if transcript.captures:
             parts.append("<h4>Captures</h4>" + _kv(transcript.captures))
+        parts.append(replay_block(r, transcript, max_audio_bytes=max_audio_bytes))
         parts.append(voice_block(run, transcript, max_audio_bytes=max_audio_bytes))
         parts.append(_transcript(transcript))
     elif r.transcript_file:

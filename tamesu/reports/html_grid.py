@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tamesu.reports.grid import failures_by_cause, grid_keys, grid_table
+from tamesu.reports.grid import failures_by_cause, grid_keys, grid_order, grid_table
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
@@ -57,7 +57,7 @@ def _causes_line(counts: dict[str, int]) -> str:
     return f'<p class="legend">Failures by cause: {counted}.</p>'
 
 
-def grid_section(results: Iterable[RunResult]) -> str:
+def grid_section(results: Iterable[RunResult], settings: dict[str, Any] | None = None) -> str:
     """The heat map, or for a run that was not a grid the failed calls counted by cause ("" when none)."""
     results = list(results)
     keys = grid_keys(results)
@@ -68,7 +68,7 @@ def grid_section(results: Iterable[RunResult]) -> str:
             if counts
             else ""
         )
-    table = grid_table(results)
+    table = grid_table(results, order=grid_order(settings))
     by_cell = {tuple(row["cell"].get(k, "") for k in keys): row for row in table}
     values = {k: list(dict.fromkeys(row["cell"].get(k, "") for row in table)) for k in keys}
     down, across = keys[0], keys[1:]

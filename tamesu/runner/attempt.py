@@ -318,7 +318,7 @@ class Attempts:
         if replay is not None and error is None and answer.transcript is not None:
             from tamesu.replay_user import replay_result
 
-            answer.results.append(replay_result(replay, answer.transcript))
+            answer.results.append(replay_result(replay, answer.transcript, spec.suite_dir))
         result = result_of(
             spec,
             results=answer.results,

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tamesu.calls import read_transcript
+
+from ..example_agents import example_agent
 from ..stored import stored_transcripts
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -32,6 +35,7 @@ targets:
     messages:
       transcript: "$[?(@.type=='transcript')].text"
       tool_calls: "$[?(@.type=='tool_calls')].calls[*]"
+      caller_transcript: "$[?(@.type=='user_transcript')].text"
       done: "$[?(@.type=='end')].type"
       close: { type: hangup }
 tests:
@@ -54,18 +58,7 @@ def _speech_engines_installed() -> bool:
 
 
 def _agent(*extra: str) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "voice_agent" / "agent.py"), "--port", "0", *extra],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout is not None else ""
-        assert line.startswith("listening on "), line
-        yield line.removeprefix("listening on ").strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    yield from example_agent("voice_agent", *extra)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +69,11 @@ def agent() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def changed_agent() -> Iterator[str]:
     yield from _agent("--return-days", "60")
+
+
+@pytest.fixture(scope="module")
+def mishearing_agent() -> Iterator[str]:
+    yield from _agent("--mishear", "40=14")
 
 
 def tamesu(*args: str, url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -99,40 +97,76 @@ def test_recorded_calls_pass_against_the_same_agent_and_fail_against_a_changed_o
     calls.mkdir()
     shutil.copy(run_dir / call["recording"], calls / "c1.wav")
     (calls / "c1.json").write_text(json.dumps(transcript))
-    if (
-        shutil.which("ffmpeg") is not None
-    ):  # Twilio's dual-channel recording: 8 kHz mu-law, here the agent on the left
-        cmd = ["ffmpeg", "-loglevel", "error", "-i", str(calls / "c1.wav"), "-af", "pan=stereo|c0=c1|c1=c0",
-               "-ar", "8000", "-acodec", "pcm_mulaw", str(tmp_path / "RE42.wav")]  # fmt: skip
-        subprocess.run(cmd, check=True)
-        twilio = tamesu("import", "calls", "../RE42.wav", "--out", "twilio.yaml", "--target", "phone",
-                        "--caller", "right", "--no-judge", url=agent, cwd=calls)  # fmt: skip
-        assert twilio.returncode == 0, twilio.stderr
-        turns = yaml.safe_load((calls / "twilio.yaml").read_text())["tests"][0]["scenario"]["replay"]["turns"]
-        assert len(turns) == 2 and "40 days" in turns[0]["say"].replace("forty", "40")
-
     imported = tamesu("import", "calls", "recorded", "--into", "suite.yaml", "--target", "phone", "--no-judge",
                       url=agent, cwd=tmp_path)  # fmt: skip
     assert imported.returncode == 0, imported.stderr
     assert "added  c1: 2 caller turn(s)" in imported.stdout
+    replays = ["call c1"]
 
-    same = tamesu(
-        "run",
-        "suite.yaml",
-        "--tags",
-        "replay",
-        "--output",
-        "runs",
-        "--json",
-        "same.json",
-        url=agent,
-        cwd=tmp_path,
-    )
+    if shutil.which("ffmpeg") is not None:
+        # The same call as Twilio's dual-channel recording: 8 kHz mu-law, the agent's leg on the left,
+        # with speaker turns as a transcription service gives them.
+        twilio = tmp_path / "twilio"
+        twilio.mkdir()
+        cmd = ["ffmpeg", "-loglevel", "error", "-i", str(calls / "c1.wav"), "-af", "pan=stereo|c0=c1|c1=c0",
+               "-ar", "8000", "-acodec", "pcm_mulaw", str(twilio / "RE42.wav")]  # fmt: skip
+        subprocess.run(cmd, check=True)
+        alone = tamesu("import", "calls", "twilio", "--out", "heard.yaml", "--target", "phone", "--caller", "right",
+                       "--no-judge", url=agent, cwd=tmp_path)  # fmt: skip
+        assert alone.returncode == 0, alone.stderr  # without a transcript: the VAD's turns, Whisper's words
+        turns = yaml.safe_load((tmp_path / "heard.yaml").read_text())["tests"][0]["scenario"]["replay"][
+            "turns"
+        ]
+        assert len(turns) == 2 and "40 days" in turns[0]["say"].replace("forty", "40")
+        spoken = [{"speaker": t.speaker, "text": t.text, "start": t.start, "end": t.end}
+                  for t in read_transcript(calls / "c1.json")]  # fmt: skip
+        (twilio / "RE42.json").write_text(json.dumps({"turns": spoken}))
+        into = tamesu("import", "calls", "twilio", "--into", "suite.yaml", "--target", "phone", "--caller", "right",
+                      "--no-judge", url=agent, cwd=tmp_path)  # fmt: skip
+        assert into.returncode == 0, into.stderr
+        replays.append("call RE42")
+
+    same = tamesu("run", "suite.yaml", "--tags", "replay", "--output", "runs", "--json", "same.json",
+                  url=agent, cwd=tmp_path)  # fmt: skip
     assert same.returncode == 0, same.stdout[-3000:]
+    passed = sorted(t["test_id"] for t in json.loads((tmp_path / "same.json").read_text())["tests"])
+    assert passed == sorted(replays)
     changed = tamesu("run", "suite.yaml", "--tags", "replay", "--output", "runs", "--json", "changed.json",
                      url=changed_agent, cwd=tmp_path)  # fmt: skip
     assert changed.returncode == 1, changed.stdout[-3000:]
-    [run] = json.loads((tmp_path / "changed.json").read_text())["tests"][0]["runs"]
-    failed = [a for a in run["assertions"] if not a["passed"]]
-    assert [a["kind"] for a in failed] == ["similar_to"] and failed[0]["on_turn"] == 2
-    assert "60 days" in failed[0]["actual"]["text"]
+    for test in json.loads((tmp_path / "changed.json").read_text())["tests"]:
+        [run] = test["runs"]
+        failed = [a for a in run["assertions"] if not a["passed"]]
+        assert [a["kind"] for a in failed] == ["similar_to"] and failed[0]["on_turn"] == 2, test["test_id"]
+        assert "60 days" in failed[0]["actual"]["text"]
+
+    page = tamesu("report", "runs/latest", "--out", "changed.html", url=agent, cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "changed.html").read_text()
+    assert "<h4>Recorded and new agent</h4>" in html and "Recorded call (call.wav)" in html
+    assert html.count('src="data:audio/wav;base64,') >= 2  # the recorded call and the new one
+
+
+POLICY = """\
+  - name: returns policy
+    target: phone
+    tags: [policy]
+    persona: { voice: en-US-male }
+    scenario:
+      script:
+        - say: "Hi! Can I return shoes I bought 40 days ago?"
+    assert:
+      - contains: "not possible"
+"""
+
+
+@pytest.mark.skipif(not _speech_engines_installed(), reason="needs the voice extra (Piper and Whisper)")
+def test_a_call_the_agent_misheard_fails_as_heard_differently(tmp_path: Path, mishearing_agent: str) -> None:
+    (tmp_path / "suite.yaml").write_text(SUITE + POLICY)
+    proc = tamesu("run", "suite.yaml", "--tags", "policy", "--output", "runs", "--json", "r.json",
+                  url=mishearing_agent, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["failures_by_cause"] == {"heard_differently": 1}
+    [run] = report["tests"][0]["runs"]
+    assert run["cause"] == "heard_differently"

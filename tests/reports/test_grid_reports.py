@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tamesu.reports.grid import grid_table
+from tamesu.reports.grid import grid_order, grid_table
 from tamesu.reports.html_grid import grid_section
 
 from .builders import run_result
@@ -64,3 +64,18 @@ def test_a_run_without_a_grid_still_counts_its_failed_calls_by_cause() -> None:
         '<section id="causes"><h2>Failed calls by cause</h2>'
         '<p class="legend">Failures by cause: 1 tamesu heard differently (tamesu&#x27;s STT).</p></section>'
     )
+
+
+def test_cells_follow_the_grid_as_given_and_errors_add_no_latency() -> None:
+    finished = list(reversed(runs()))  # the order runs finished in is not the grid's
+    order = grid_order(
+        {"options": {"grid": ["line_quality=pstn,mobile_poor", "background_noise=none,cafe@5"]}}
+    )
+    table = grid_table(finished, order=order)
+    assert [tuple(r["cell"].values()) for r in table] == [
+        ("pstn", "none"), ("pstn", "cafe@5"), ("mobile_poor", "none"), ("mobile_poor", "cafe@5")
+    ]  # fmt: skip
+    only_errors = [
+        run_result("x", "error", grid={"line_quality": "pstn"}, metrics={"turn_latency_ms_p95": 60.0})
+    ]
+    assert grid_table(only_errors)[0]["turn_latency_ms_p95"] is None
