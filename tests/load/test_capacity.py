@@ -147,10 +147,10 @@ def test_the_levels_double_until_one_breaks_then_halve_the_bracket(
 ) -> None:
     from tamesu.clock import MonotonicClock
 
+    def no_driver(level: int) -> Any:
+        raise AssertionError("choosing the next level runs no step")
+
     searcher = CapacitySearcher(
-        CapacitySearch(max_concurrency=48),
-        Gates(),
-        make_driver=lambda _: None,
-        clock=MonotonicClock(),  # type: ignore[arg-type,return-value]
+        CapacitySearch(max_concurrency=48), Gates(), make_driver=no_driver, clock=MonotonicClock()
     )
     assert searcher.next_level(good, bad) == following
