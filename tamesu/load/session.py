@@ -298,6 +298,12 @@ async def run_load(request: LoadRequest) -> LoadResult:
     planned = one_spec_per_test(specs, store.notes.append)
     specs = _leave_out_unrunnable(planned, store, redactor, stream, write=not resumed)
     gates = load_gates(profile, loaded, specs)
+    calls = profile.total_calls
+    if gates.thresholds and profile.capacity is None and calls is not None and calls < len(specs):
+        store.notes.append(
+            f"{len(specs)} tests share {calls} calls: {len(specs) - calls} of them get none, and a test "
+            "with no call fails its pass-rate gate (set more --calls, or one --min-pass-rate)"
+        )
     from tamesu.runner.invocation import RunOptions
     from tamesu.runner.prepare import router_factory
 

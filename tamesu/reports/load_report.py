@@ -297,7 +297,9 @@ def capacity_line(capacity: dict[str, Any]) -> str:
     if stopped == "driver_bound":
         least = capacity.get("at_least")
         at = capacity.get("driver_bound_at")
-        bound = next((lv for lv in capacity.get("levels") or [] if lv.get("concurrency") == at), {})
+        bound: dict[str, Any] = next(
+            (lv for lv in capacity.get("levels") or [] if lv.get("concurrency") == at), {}
+        )
         who = (
             "a Ray worker's"
             if (bound.get("workers_cpu") or 0) >= (bound.get("driver_cpu") or 0)

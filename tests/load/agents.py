@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -114,3 +115,41 @@ def write_suite(
     path = directory / "suite.yaml"
     path.write_text("\n".join(lines) + "\n" + extra)
     return path
+
+
+def rest_suite(url: str, tests: list[str], *, suite: str = "loadtest", timeout: str = "5s") -> str:
+    """A suite of ``tests`` (flow mappings naming ``target: api``) against the REST agent at ``url``,
+    without connect retries, so each call's outcome is the agent's own."""
+    target = (
+        f'api: {{ type: rest, url: "{url}/chat", connect: {{ attempts: 1 }}, '
+        'request: { body: { message: "{{message}}" } }, response: { text: $.reply } }'
+    )
+    lines = [
+        f"suite: {suite}",
+        f"defaults: {{ retries: 0, timeout: {timeout} }}",
+        "targets:",
+        f"  {target}",
+        "tests:",
+    ]
+    return "\n".join([*lines, *(f"  - {t}" for t in tests)]) + "\n"
+
+
+def says(name: str, message: str, extra: str = "") -> str:
+    """One test that says ``message`` once and expects an echo."""
+    return (
+        f"{{ name: {name}, target: api, {extra}scenario: {{ script: [ {{ say: {message} }} ] }}, "
+        "assert: [ { contains: echo } ] }"
+    )
+
+
+async def load(directory: Path, suite: str, **request: Any) -> Any:
+    """``run_load`` of ``suite`` (its text) written in ``directory``, run directories under runs/."""
+    import io
+
+    from tamesu.load.session import LoadRequest, run_load
+
+    (directory / "suite.yaml").write_text(suite)
+    request.setdefault("stream", io.StringIO())
+    return await run_load(
+        LoadRequest(paths=[str(directory / "suite.yaml")], output=str(directory / "runs"), **request)
+    )

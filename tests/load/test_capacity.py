@@ -11,24 +11,16 @@ import pytest
 from tamesu.config.load_profile import CapacitySearch
 from tamesu.load.capacity import CapacitySearcher
 from tamesu.load.gates import Gates
-from tamesu.load.session import LoadRequest, LoadResult, run_load
+from tamesu.load.session import LoadResult
 from tamesu.reports.html import render_html
 from tamesu.reports.load_report import capacity_line
 from tamesu.reports.rundir import RunDirectory
 from tamesu.testing.loaded_agent import serve_loaded_agent
 
-from .agents import serve_fault_agent
+from .agents import load, rest_suite, says, serve_fault_agent
 
 pytestmark = pytest.mark.integration
 
-SUITE = """
-suite: capacity
-defaults: { retries: 0, timeout: 10s }
-targets:
-  api: { type: rest, url: "URL/chat", connect: { attempts: 1 }, request: { body: { message: "{{message}}" } }, response: { text: $.reply } }
-tests:
-  - { name: hello, target: api, scenario: { script: [ { say: hello } ] }, assert: [ { contains: echo } ] }
-"""
 
 FAST_STEPS = {"step_calls": 12, "step_seconds": "0.4s", "cool_down": "50ms", "max_duration": "2m"}
 
@@ -36,18 +28,20 @@ FAST_STEPS = {"step_calls": 12, "step_seconds": "0.4s", "cool_down": "50ms", "ma
 async def search(
     tmp_path: Path, url: str, *, slo: float | None = 500, stream: io.StringIO | None = None, **capacity: Any
 ) -> LoadResult:
-    (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url))
     gates: dict[str, Any] = {"slo": {"turn_latency_ms_p95": slo}} if slo is not None else {}
-    return await run_load(
-        LoadRequest(
-            paths=[str(tmp_path / "suite.yaml")],
-            overrides={"capacity": {**FAST_STEPS, **capacity}, "gates": gates},
-            output=str(tmp_path / "runs"),
-            transcripts="none",
-            live=False,
-            stream=stream or io.StringIO(),
-        )
+    overrides = {"capacity": {**FAST_STEPS, **capacity}, "gates": gates}
+    return await load(  # type: ignore[no-any-return]
+        tmp_path,
+        one_test(url),
+        overrides=overrides,
+        transcripts="none",
+        live=False,
+        stream=stream or io.StringIO(),
     )
+
+
+def one_test(url: str, message: str = "hello") -> str:
+    return rest_suite(url, [says("hello", message)], suite="capacity", timeout="10s")
 
 
 async def test_the_capacity_found_is_within_a_fifth_of_the_agents_own_figure(tmp_path: Path) -> None:
@@ -101,19 +95,11 @@ async def test_exit_one_when_even_the_first_step_breaks(tmp_path: Path) -> None:
 
 async def test_a_step_whose_errors_are_far_over_their_gate_stops_at_once(tmp_path: Path) -> None:
     async with serve_fault_agent() as (url, agent):
-        (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url).replace("say: hello", "say: fail"))
-        result = await run_load(
-            LoadRequest(
-                paths=[str(tmp_path / "suite.yaml")],
-                overrides={
-                    "capacity": {**FAST_STEPS, "step_calls": 200, "step_seconds": "30s"},
-                    "gates": {"error_rate": 0.05},
-                },
-                output=str(tmp_path / "runs"),
-                quiet=True,
-                stream=io.StringIO(),
-            )
-        )
+        overrides = {
+            "capacity": {**FAST_STEPS, "step_calls": 200, "step_seconds": "30s"},
+            "gates": {"error_rate": 0.05},
+        }
+        result = await load(tmp_path, one_test(url, "fail"), overrides=overrides, quiet=True)
     [level] = result.report["capacity"]["levels"]
     assert level["aborted"] and level["calls"] < 200 and level["broke"][0] == "error_rate"
     assert agent.requests < 200
@@ -132,16 +118,9 @@ class SaturatedMeter:
 
 async def test_a_step_limited_by_tamesus_own_cpu_gives_no_capacity(tmp_path: Path) -> None:
     async with serve_loaded_agent(base_ms=5, per_call_ms=1) as (url, _):
-        (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url))
-        result = await run_load(
-            LoadRequest(
-                paths=[str(tmp_path / "suite.yaml")],
-                overrides={"capacity": FAST_STEPS},
-                output=str(tmp_path / "runs"),
-                quiet=True,
-                stream=io.StringIO(),
-                cpu_meter=SaturatedMeter(),
-            )
+        overrides = {"capacity": FAST_STEPS}
+        result = await load(
+            tmp_path, one_test(url), overrides=overrides, quiet=True, cpu_meter=SaturatedMeter()
         )
     found = result.report["capacity"]
     assert (result.exit_code, found["concurrency"], found["stopped"]) == (3, None, "driver_bound")
@@ -168,10 +147,10 @@ def test_the_levels_double_until_one_breaks_then_halve_the_bracket(
 ) -> None:
     from tamesu.clock import MonotonicClock
 
+    def no_driver(level: int) -> Any:
+        raise AssertionError("choosing the next level runs no step")
+
     searcher = CapacitySearcher(
-        CapacitySearch(max_concurrency=48),
-        Gates(),
-        make_driver=lambda _: None,
-        clock=MonotonicClock(),  # type: ignore[arg-type,return-value]
+        CapacitySearch(max_concurrency=48), Gates(), make_driver=no_driver, clock=MonotonicClock()
     )
     assert searcher.next_level(good, bad) == following

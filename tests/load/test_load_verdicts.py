@@ -9,39 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.load.session import LoadRequest, run_load
 from tamesu.reports.html import render_html
 from tamesu.reports.rundir import RunDirectory
 
-from .agents import serve_fault_agent
+from .agents import load, rest_suite, says, serve_fault_agent
 
 pytestmark = pytest.mark.integration
 
-SUITE = """
-suite: loadtest
-defaults: { retries: 0, timeout: 5s }
-targets:
-  api: { type: rest, url: "URL/chat", connect: { attempts: 1 }, request: { body: { message: "{{message}}" } }, response: { text: $.reply } }
-tests:
-  - { name: ok, target: api, repeat: 10, scenario: { script: [ { say: hello } ] }, assert: [ { contains: echo } ] }
-  - { name: flaky, target: api, pass_threshold: 0.5, scenario: { script: [ { say: flaky } ] }, assert: [ { contains: echo } ] }
-"""
+
+def suite(url: str, hello: str = "hello") -> str:
+    return rest_suite(
+        url, [says("ok", hello, "repeat: 10, "), says("flaky", "flaky", "pass_threshold: 0.5, ")]
+    )
 
 
 async def test_a_passing_load_test_reads_as_finished_with_each_test_judged_by_its_own_threshold(
     tmp_path: Path,
 ) -> None:
     async with serve_fault_agent(delay=0.005) as (url, agent):
-        (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url))
         out = io.StringIO()
-        result = await run_load(
-            LoadRequest(
-                paths=[str(tmp_path / "suite.yaml")],
-                overrides={"calls": 12, "concurrency": 1},
-                output=str(tmp_path / "runs"),
-                live=False,
-                stream=out,
-            )
+        result = await load(
+            tmp_path, suite(url), overrides={"calls": 12, "concurrency": 1}, live=False, stream=out
         )
     text = out.getvalue()
     assert result.exit_code == 0, text
@@ -66,17 +54,9 @@ async def test_a_passing_load_test_reads_as_finished_with_each_test_judged_by_it
 
 
 async def test_a_stricter_test_is_not_let_off_by_a_looser_neighbour(tmp_path: Path) -> None:
-    strict = SUITE.replace("say: hello", "say: fail")
     async with serve_fault_agent() as (url, _):
-        (tmp_path / "suite.yaml").write_text(strict.replace("URL", url))
-        result = await run_load(
-            LoadRequest(
-                paths=[str(tmp_path / "suite.yaml")],
-                overrides={"calls": 8, "concurrency": 2},
-                output=str(tmp_path / "runs"),
-                quiet=True,
-                stream=io.StringIO(),
-            )
+        result = await load(
+            tmp_path, suite(url, "fail"), overrides={"calls": 8, "concurrency": 2}, quiet=True
         )
     gates = {g["name"]: g["passed"] for g in result.report["gates"]}
     # "flaky" holds its 0.5, but "ok" (threshold 1) passed none of its calls
@@ -88,17 +68,9 @@ async def test_a_stricter_test_is_not_let_off_by_a_looser_neighbour(tmp_path: Pa
 async def test_the_cost_per_passed_call_is_reported_and_gated(tmp_path: Path) -> None:
     (tmp_path / "tamesu.yaml").write_text("prices: { call_minute: { api: 600 } }\n")
     async with serve_fault_agent(delay=0.005) as (url, _):
-        (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url))
         out = io.StringIO()
-        result = await run_load(
-            LoadRequest(
-                paths=[str(tmp_path / "suite.yaml")],
-                overrides={"calls": 8, "concurrency": 2, "gates": {"cost_per_pass": 1e-9}},
-                output=str(tmp_path / "runs"),
-                quiet=True,
-                stream=out,
-            )
-        )
+        overrides = {"calls": 8, "concurrency": 2, "gates": {"cost_per_pass": 1e-9}}
+        result = await load(tmp_path, suite(url), overrides=overrides, quiet=True, stream=out)
     cost = result.report["cost"]
     calls = [json.loads(line) for line in (result.run_dir / "results.jsonl").read_text().splitlines()]
     total = sum(c["metrics"]["cost_usd"] for c in calls)

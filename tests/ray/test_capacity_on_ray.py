@@ -13,22 +13,15 @@ import pytest
 pytest.importorskip("ray")
 
 from tamesu.testing.loaded_agent import serve_loaded_agent
+from tests.load.agents import rest_suite, says
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.integration]
-
-SUITE = """
-suite: capacity
-defaults: { retries: 0, timeout: 20s }
-targets:
-  api: { type: rest, url: "URL/chat", connect: { attempts: 1 }, request: { body: { message: "{{message}}" } }, response: { text: $.reply } }
-tests:
-  - { name: hello, target: api, scenario: { script: [ { say: hello } ] }, assert: [ { contains: echo } ] }
-"""
 
 
 async def test_a_capacity_search_on_ray_workers_finds_the_agents_own_figure(tmp_path: Path) -> None:
     async with serve_loaded_agent(base_ms=100, per_call_ms=50) as (url, agent):
-        (tmp_path / "suite.yaml").write_text(SUITE.replace("URL", url))
+        suite = rest_suite(url, [says("hello", "hello")], suite="capacity", timeout="20s")
+        (tmp_path / "suite.yaml").write_text(suite)
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tamesu", "load", "suite.yaml", "--ray", "--workers", "2", "-q",
             "--find-capacity", "--max-concurrency", "16", "--step-calls", "8", "--step-seconds", "0.5s",
