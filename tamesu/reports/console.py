@@ -202,7 +202,8 @@ class ConsoleReporter(Reporter):
                 self._error(t)
         self._unchecked(result)
         self._findings(result)
-        style = "red" if result.exit_code else "green"
+        unchecked = any(t.caveat for t in result.tests)
+        style = "red" if result.exit_code else (_CAVEAT_STYLE if unchecked else "green")
         self.console.print(self._text(final_line(result), f"bold {style}"))
         if result.run_dir is not None:
             self.console.print(self._text(f"results in {_shown(result.run_dir)}", "dim"))
