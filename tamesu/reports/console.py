@@ -207,7 +207,8 @@ class ConsoleReporter(Reporter):
                 self._error(t)
         self._unchecked(result)
         self._findings(result)
-        style = "red" if result.exit_code else "green"
+        unchecked = any(t.caveat for t in result.tests)
+        style = "red" if result.exit_code else (_CAVEAT_STYLE if unchecked else "green")
         self.console.print(self._text(final_line(result), f"bold {style}"))
         cost = cost_summary(result.attempts or result.results, result.results)
         if cost["total_usd"] > 0:
