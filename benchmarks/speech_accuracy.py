@@ -3,8 +3,7 @@
     python benchmarks/speech_engines.py --accuracy           # about ten minutes on two cores
     python benchmarks/speech_engines.py --accuracy --quick   # a third of the sentences
 
-Each engine (Whisper tiny.en and Whisper base, as tamesu ships them, beam 1, int8; base with beam 5
-too, on Piper's voice only) transcribes 24
+Each engine (Whisper tiny.en and Whisper base, as tamesu ships them, beam 1, int8) transcribes 24
 known support sentences one turn at a time, as the listener asks for them, spoken by
 
 - Piper ``joe`` (natural speech) and espeak-ng ``en-us`` (a robotic agent voice), and
@@ -161,9 +160,7 @@ async def run(quick: bool) -> dict[str, Any]:
         for line in LINES:
             clips = [through(line, clip, seed=i) for i, clip in enumerate(spoken)]
             for name, engine in engines.items():
-                if engine.check_language(language) is not None or (
-                    name.endswith("beam5") and voice != "piper"
-                ):
+                if engine.check_language(language) is not None:
                     continue
                 row = {"engine": name, "voice": voice, "language": language, "line": line}
                 row |= await score(engine, clips, texts, language)
