@@ -184,7 +184,7 @@ class RunGraph:
         while the agent owed an answer (the last turn is the user's)."""
         if error is None:
             return None
-        if error.kind == "agent":
+        if error.kind in ("agent", "capacity"):
             return error.message
         turns = self.transcript.turns
         if error.kind == "timeout" and turns and turns[-1].role == "user":

@@ -333,7 +333,7 @@ class LoadDriver:
         self, index: int, result: RunResult, transcript: Transcript | None, start: float, end: float
     ) -> None:
         """Count one (redacted) attempt of call ``index`` and queue it for the writer."""
-        sample = sample_of(index, result, transcript, start=start, end=end)
+        sample = sample_of(index, result, transcript, start=start, end=end, in_flight=self.stats.active)
         self.stats.add(sample)
         if result.final:
             self._finals.append(result)

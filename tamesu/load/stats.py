@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
     from tamesu.kernel.transcript import Transcript
 
-__all__ = ["SERIES", "CallSample", "LoadStats", "fault_kind", "sample_of", "window_rows"]
+__all__ = ["SERIES", "CallSample", "LoadStats", "capacity_held", "fault_kind", "sample_of", "window_rows"]
 
 SERIES = ("turn_latency_ms", "response_ms", "time_to_first_audio_ms")
 """The per-turn series a load test keeps; ``<series>_p95`` and the like are gated over all calls."""
@@ -42,7 +42,16 @@ def fault_kind(result: RunResult) -> str | None:
     if result.outcome not in ("error", "quarantined") or result.error is None:
         return None
     kind = result.error_kind or "other"
-    if kind in ("worker", "timeout", "hook", "budget", "config", "model", "simulator", "cancelled"):
+    if kind in (
+        "worker",
+        "timeout",
+        "hook",
+        "budget",
+        "config",
+        "model",
+        "simulator",
+        "cancelled",
+    ):
         return kind
     return agent_fault(result.error) or kind
 
@@ -65,6 +74,10 @@ class CallSample(msgspec.Struct, kw_only=True):
     """The result's ``agent_faults``: what the agent did wrong in this attempt, retried or not."""
     cost_usd: float = 0.0
     """What the attempt cost (its ``cost_usd`` metric: model calls, speech, call minutes)."""
+    in_flight: int = 0
+    """Calls in flight when this attempt ended, itself included (0: not known, an older record)."""
+    full: bool = False
+    """The agent refused this call for capacity (``error_kind`` capacity; its fault says how)."""
     turn_latency_ms: list[tuple[float, float]] = msgspec.field(default_factory=list)
     """(seconds since the test started, milliseconds) per agent turn."""
     response_ms: list[tuple[float, float]] = msgspec.field(default_factory=list)
@@ -75,7 +88,13 @@ class CallSample(msgspec.Struct, kw_only=True):
 
 
 def sample_of(
-    index: int, result: RunResult, transcript: Transcript | None, *, start: float, end: float
+    index: int,
+    result: RunResult,
+    transcript: Transcript | None,
+    *,
+    start: float,
+    end: float,
+    in_flight: int = 0,
 ) -> CallSample:
     """The sample of one finished attempt; ``start``/``end`` are seconds since the test started."""
     sample = CallSample(
@@ -91,6 +110,8 @@ def sample_of(
         fault=fault_kind(result),
         agent_faults=dict(result.agent_faults),
         cost_usd=result_cost(result),
+        in_flight=in_flight,
+        full=result.error_kind == "capacity",
     )
     if transcript is None:
         return sample
@@ -251,3 +272,13 @@ def window_rows(
             }
         )
     return out
+
+
+def capacity_held(samples: Iterable[CallSample]) -> dict[str, int] | None:
+    """How the target refused calls for capacity: the refusals, and the fewest other calls it was
+    holding when one came (the concurrency it held); None when it never refused."""
+    refused = [s for s in samples if s.full]
+    if not refused:
+        return None
+    known = [s.in_flight - 1 for s in refused if s.in_flight > 0]
+    return {"refusals": len(refused), "held": min(known) if known else 0}

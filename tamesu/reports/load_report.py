@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tamesu.load.stats import SERIES, CallSample, window_rows
+from tamesu.load.stats import SERIES, CallSample, capacity_held, window_rows
 from tamesu.metrics import percentile
 from tamesu.reports.cost import cost_line, usd
 from tamesu.untrusted import printable
@@ -132,6 +132,7 @@ def build_load_report(
         "error_rate": outcomes["error"] / graded if graded else None,
         "faults": dict(faults),
         "agent_faults": dict(agent_faults),
+        "capacity": capacity_held(samples),
         "latency": {name: _series_stats([v for s in finals for _, v in s.series(name)]) for name in SERIES},
         "windows": window_rows(samples, window, end=elapsed),
         "window_s": window,
@@ -211,6 +212,12 @@ def render_load_report(
     )
     if report["faults"]:
         say("  errors by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(report["faults"].items())))
+    if report.get("capacity"):
+        held = report["capacity"]
+        say(
+            f"  the target refused {held['refusals']} call(s) for capacity, holding "
+            f"{held['held']} other call(s) at the fewest"
+        )
     if report.get("agent_faults"):
         say(
             "  agent faults (retried ones included): "

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
-from tamesu.runner.capacity import target_key
+from tamesu.runner.capacity import ALONE_LIMIT, target_key
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
 from tamesu.runner.setup import Budget
@@ -186,13 +186,21 @@ class Attempts:
                     lowered = capacity.refused(spec, retry_after)
                     if lowered:
                         self.note(lowered)
-                    if await capacity.wait_for_slot(spec, deadline):
+                    if capacity.hopeless(spec):
+                        result.error = (
+                            f"{result.error}; {spec.target_name} refuses even one session at a time "
+                            f"(for {format_duration(ALONE_LIMIT)}): not a limit of concurrency"
+                        )
+                    elif await capacity.wait_for_slot(spec, deadline):
                         continue  # not an attempt: the agent was full, and now has room
-                    result.error = (
-                        f"{result.error}; no session of {spec.target_name} freed within the run's timeout "
-                        f"({format_duration(spec.timeout)}, at most {capacity.limit(target_key(spec))} at once)"
-                    )
-                    retryable = False
+                    else:
+                        result.error = (
+                            f"{result.error}; no session of {spec.target_name} freed within the run's timeout "
+                            f"({format_duration(spec.timeout)}, at most {capacity.limit(target_key(spec))} at once)"
+                        )
+                        retryable = False
+                elif capacity is not None and result.turns > 0:
+                    capacity.served(spec)
             will_retry = retryable and attempt <= spec.retries and not stopping() and not self.over_budget()
             result.final = not will_retry
             result = redact_result(result, self.redactor)

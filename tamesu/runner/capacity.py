@@ -6,7 +6,7 @@ target turns a session away because it is full (a ``CapacityRefused``: websocket
 of the invocation, and the refused run waits for a slot of that target (and for the agent's
 ``Retry-After``) before it starts again; it becomes an error only when its own timeout runs out
 first. A target refused with nothing else in flight keeps a limit of one and its run is tried
-again after a growing pause.
+again after a growing pause, for ``ALONE_LIMIT`` at most until one of its runs gets a session.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
     from tamesu.runner.spec import RunSpec
 
-__all__ = ["HeldConcurrency", "TargetCapacity", "TargetKey", "target_key"]
+__all__ = ["ALONE_LIMIT", "HeldConcurrency", "TargetCapacity", "TargetKey", "target_key"]
 
 TargetKey = tuple[str, str]
 """(suite path, target name): one target of one suite."""
@@ -30,6 +30,10 @@ TargetKey = tuple[str, str]
 _PAUSE = 0.5
 _MAX_PAUSE = 5.0
 """Pauses before trying a target again that refused with nothing else in flight (doubling)."""
+ALONE_LIMIT = 15.0
+"""Seconds a target may go on refusing while no other run of it is in flight before its refusals
+are errors again: refusing even one session at a time is no limit of tamesu's making (a service
+that is down answers 503 too), and waiting out every run's timeout would hide it for hours."""
 
 
 def target_key(spec: RunSpec) -> TargetKey:
@@ -78,6 +82,7 @@ class TargetCapacity:
         self._refusals: Counter[TargetKey] = Counter()
         self._names: dict[TargetKey, str] = {}
         self._waiting: Counter[TargetKey] = Counter()
+        self._alone_since: dict[TargetKey, float] = {}
         self._freed = asyncio.Event()
 
     def limit(self, key: TargetKey) -> int:
@@ -129,6 +134,7 @@ class TargetCapacity:
         else:
             wait = max(retry_after or 0.0, self._pauses.get(key, _PAUSE))
             self._pauses[key] = min(_MAX_PAUSE, self._pauses.get(key, _PAUSE) * 2)
+            self._alone_since.setdefault(key, now)
         self._not_before[key] = max(self._not_before.get(key, now), now + wait)
         lowered = max(1, min(before, others))
         if lowered >= before:
@@ -138,6 +144,18 @@ class TargetCapacity:
             f"target {spec.target_name} refused a session for capacity: it now gets at most "
             f"{lowered} at once (was {before}) for the rest of this invocation"
         )
+
+    def hopeless(self, spec: RunSpec) -> bool:
+        """Whether the target has refused alone (no other run of it in flight) for ``ALONE_LIMIT``
+        since it last served a session: then a refusal is the run's error."""
+        since = self._alone_since.get(target_key(spec))
+        return since is not None and self.clock() - since >= ALONE_LIMIT
+
+    def served(self, spec: RunSpec) -> None:
+        """A run of the target got its session: whatever it refused before was capacity."""
+        key = target_key(spec)
+        self._alone_since.pop(key, None)
+        self._pauses.pop(key, None)
 
     async def wait_for_slot(self, spec: RunSpec, deadline: float) -> bool:
         """Give up ``spec``'s slot, wait until its target has room again and its Retry-After has

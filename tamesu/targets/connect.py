@@ -159,11 +159,15 @@ async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[
     is counted from that error when the run ends.
     """
     last: Retry | None = None
+    full: Retry | None = None
+    """The last capacity refusal: once the agent said it is full, what follows (a refused
+    connection, 1001, while a one-session server restarts) is the same busy agent."""
     for n in range(1, policy.attempts + 1):
         try:
             return await attempt()
         except Retry as exc:
             last = exc
+            full = exc if exc.capacity else full
         if n < policy.attempts:
             ctx.faults.note_message(last.what)
             await ctx.clock.sleep(max(policy.delay(n), last.retry_after or 0.0))
@@ -172,8 +176,8 @@ async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[
     tries = "attempt" if policy.attempts == 1 else "attempts"
     detail = f": {last.detail}" if last.detail else ""
     text = ctx.redactor.redact(f"{last.what} after {policy.attempts} {tries}{detail}")
-    if last.capacity:
-        raise CapacityRefused(text, retry_after=last.retry_after)
+    if full is not None:
+        raise CapacityRefused(text, retry_after=full.retry_after)
     raise TargetError(text, retryable=True)
 
 

@@ -193,3 +193,17 @@ def test_agent_faults_count_retried_attempts_and_the_ending_error_once() -> None
     assert faults.total("agent answered 503 after 3 attempts: busy") == {"http_5xx": 2, "refused": 1}
     assert faults.total("agent answered non-JSON (text/html)") == {"http_5xx": 1, "refused": 1}
     assert faults.total(None) == faults.counts
+
+
+def test_capacity_refusals_say_how_many_calls_the_target_held() -> None:
+    from tamesu.load.stats import capacity_held
+
+    full = result(error="agent answered 503 after 3 attempts: overloaded", kind="capacity")
+    assert fault_kind(full) == "http_5xx", "the fault kinds stay those of the answer"
+    samples = [
+        sample_of(0, result("passed", kind=None), None, start=0, end=1, in_flight=3),
+        sample_of(1, full, None, start=0, end=1, in_flight=3),
+        sample_of(2, full, None, start=1, end=2, in_flight=2),
+    ]
+    assert capacity_held(samples) == {"refusals": 2, "held": 1}
+    assert capacity_held(samples[:1]) is None

@@ -178,3 +178,19 @@ async def test_a_target_that_never_refused_for_capacity_keeps_its_errors() -> No
     out = await schedule(placement, [make_spec("t", timeout=30.0)])
     assert [(r.outcome, r.error) for r in out.results] == [("error", refused)]
     assert out.capacity == []
+
+
+def test_a_target_that_refuses_even_alone_for_long_is_hopeless_until_it_serves_again() -> None:
+    from tamesu.runner.capacity import ALONE_LIMIT
+
+    now = [100.0]
+    capacity = TargetCapacity(4, clock=lambda: now[0])
+    spec = make_spec("t")
+    key = (spec.suite_path, spec.target_name)
+    capacity.take(key)
+    capacity.refused(spec, None)
+    assert not capacity.hopeless(spec), "a moment's refusal (a bot restarting) is waited for"
+    now[0] += ALONE_LIMIT
+    assert capacity.hopeless(spec), "a service that refuses one session at a time for long is down"
+    capacity.served(spec)
+    assert not capacity.hopeless(spec)
