@@ -319,7 +319,7 @@ class VoiceSession:
         seconds = dropped / self.settings.rate
         error = LimitExceeded(
             f"the agent sent audio more than {self.ctx.limits.audio_ahead:g} s ahead of real time "
-            f"(a flood); {seconds:.1f} s of it were dropped",
+            f"(a flood); {seconds:.2f} s of it were dropped so far",
             setting="audio_ahead",
         )
         now = self.clock.now()

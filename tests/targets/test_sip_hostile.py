@@ -133,3 +133,32 @@ async def test_a_bye_with_the_call_id_but_other_tags_is_refused_and_the_call_goe
     finally:
         transport.close()
         await agent.close()
+
+
+async def test_a_megabyte_header_over_tcp_ends_the_call_as_an_error_saying_why(calls: Calls) -> None:
+    invites: list[bytes] = []
+
+    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        data = await reader.readuntil(b"\r\n\r\n")
+        invites.append(data)
+        text = data.decode()
+        headers = {n: re.search(rf"^{n}:\s*(.*?)\r$", text, re.M | re.I).group(1) for n in HEADERS}  # type: ignore[union-attr]
+        writer.write(head(headers, "X-Big: ").encode())
+        for _ in range(1024):
+            writer.write(b"z" * 1024)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(agent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        phone = await calls.target(
+            {"type": "sip", "to": f"sip:agent@127.0.0.1:{port};transport=tcp", "ring_timeout": "20s"}
+        )
+        turn = await collect(phone)
+        await phone.stop()
+    finally:
+        server.close()
+    [ended] = [m.event for m in turn if isinstance(m, Event) and isinstance(m.event, CallEnded)]
+    assert ended.by == "error" and "the agent's answer could not be read" in ended.detail, ended
+    assert invites, "the INVITE went over TCP"
