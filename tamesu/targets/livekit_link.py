@@ -60,7 +60,8 @@ class RoomLink:
         self.on_audio_track = on_audio_track
         self.room = rtc.Room()
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(MAX_QUEUED)
-        """("text", AgentText) / ("dtmf", digit) / ("left", reason) / ("raw", value) in arrival order."""
+        """("text", AgentText) / ("caller_text", AgentText: the agent's transcript of our own track) /
+        ("dtmf", digit) / ("left", reason) / ("raw", value) in arrival order."""
         self.dropped = 0
         self.agent: Any = None
         self.agent_joined = asyncio.Event()
@@ -156,8 +157,7 @@ class RoomLink:
     async def _read_stream(self, reader: Any) -> None:
         info = reader.info
         attributes = dict(getattr(info, "attributes", None) or {})
-        if attributes.get("lk.transcribed_track_id") in self.own_tracks:
-            return  # the agent's transcription of our own speech
+        kind = "caller_text" if attributes.get("lk.transcribed_track_id") in self.own_tracks else "text"
         parts: list[str] = []
         size = 0
         async for chunk in reader:
@@ -165,7 +165,7 @@ class RoomLink:
                 parts.append(chunk)
             size += len(chunk)
         final = attributes.get("lk.transcription_final", "true") != "false"
-        self._put("text", self._bounded("".join(parts), info.topic, final=final))
+        self._put(kind, self._bounded("".join(parts), info.topic, final=final))
 
     def _track(self, track: Any, publication: Any, participant: Any) -> None:
         from livekit import rtc
