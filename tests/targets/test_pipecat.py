@@ -481,6 +481,8 @@ async def test_audio_mode_speaks_to_the_bots_vad_and_stt_and_hears_its_tts(harne
         if isinstance(m.body, dict) and m.body.get("type") == "user-transcription"
     ]
     assert said and "order" in " ".join(said).lower()  # the bot's own STT heard tamesu's voice
+    heard = [m.event for m in out if isinstance(m, Event) and isinstance(m.event, VoiceTurn)]
+    assert "order" in (heard[-1].caller_heard or "").lower()  # kept as its transcript of the caller
     assert [c.name for c in harness.of_type(out, ToolCall)] == ["lookup_order"]
     if source == "agent":
         assert turn.text == "Your order is on its way."  # the bot's bot-tts-text
