@@ -223,6 +223,8 @@ class LivekitAdapter(TargetAdapter):
             now = self.ctx.clock.now()
             if kind == "text" and value.text:
                 session.heard_transcript(value.text)
+            elif kind == "caller_text" and value.text and value.final:
+                session.heard_caller_transcript(value.text)
             elif kind == "dtmf":
                 session.heard_message(Dtmf(digits=value, direction="received", at=now), activity=False)
             elif kind in ("tool", "tool_result"):
@@ -296,6 +298,8 @@ class LivekitAdapter(TargetAdapter):
                 first_at = first_at or now
                 yield Dtmf(digits=value, direction="received", at=now)
                 continue
+            if kind == "caller_text":
+                continue  # the agent's transcript of what we said, not its answer
             text: AgentText = value
             yield RawResponse(body={"topic": text.topic, "text": text.text, "final": text.final}, at=now)
             if text.problem:

@@ -67,8 +67,9 @@ class RoomLink:
         self.on_audio_track = on_audio_track
         self.room = rtc.Room()
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(MAX_QUEUED)
-        """("text", AgentText) / ("dtmf", digit) / ("left", reason) / ("tool", ToolCall) /
-        ("tool_result", ToolResult) / ("problem", text) in arrival order."""
+        """("text", AgentText) / ("caller_text", AgentText: the agent's transcript of our own track) /
+        ("dtmf", digit) / ("left", reason) / ("tool", ToolCall) / ("tool_result", ToolResult) /
+        ("problem", text) in arrival order."""
         self.dropped = 0
         self.agent: Any = None
         self.agent_joined = asyncio.Event()
@@ -191,8 +192,7 @@ class RoomLink:
     async def _read_stream(self, reader: Any) -> None:
         info = reader.info
         attributes = dict(getattr(info, "attributes", None) or {})
-        if attributes.get("lk.transcribed_track_id") in self.own_tracks:
-            return  # the agent's transcription of our own speech
+        kind = "caller_text" if attributes.get("lk.transcribed_track_id") in self.own_tracks else "text"
         parts: list[str] = []
         size = 0
         cut = ""
@@ -210,7 +210,7 @@ class RoomLink:
             text = AgentText(
                 text.text, text.topic, text.at, final, "; ".join(p for p in (text.problem, cut) if p)
             )
-        self._put("text", text)
+        self._put(kind, text)
 
     def _session_stream(self, reader: Any, identity: str) -> None:
         if self._from_agent(identity):

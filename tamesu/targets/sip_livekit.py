@@ -168,6 +168,8 @@ class TrunkCall:
                 self._note(Dtmf(digits=value, direction="received", at=self.adapter.ctx.clock.now()))
             elif kind == "text" and value.text:
                 session.heard_transcript(value.text)
+            elif kind == "caller_text" and value.text and value.final:
+                session.heard_caller_transcript(value.text)
             elif kind == "left":
                 if not self.hanging_up:
                     self.adapter.report_end("agent", "the SIP participant left the room")

@@ -13,7 +13,8 @@ leaves. They record what they heard in a log, for tests to check.
   longer), so ``delay`` is the agent's reply delay as it hears the caller. The reply is
   synthesised by the project's TTS (Piper by default); ``heard`` is the caller's words by STT
   (Whisper by default; none when ``stt`` is None). Its words also go out as an
-  ``lk.transcription`` text stream, as LiveKit's agents publish them. It stops speaking when the caller barges in, and answers a DTMF digit by
+  ``lk.transcription`` text stream, as LiveKit's agents publish them, and so do its STT's words of
+  the caller (naming the caller's track in ``lk.transcribed_track_id``). It stops speaking when the caller barges in, and answers a DTMF digit by
   saying which key was pressed.
 """
 
@@ -196,6 +197,12 @@ def voice_agent(
                 result = await speech.transcribe(Audio(heard_audio, RATE), engine=stt)
                 text = result.text.strip()
             log.heard.append(text)
+            if text and state.get("caller_track"):  # what it heard, as LiveKit's agents transcribe the user
+                attributes = {
+                    "lk.transcription_final": "true",
+                    "lk.transcribed_track_id": state["caller_track"],
+                }
+                spawn(room.local_participant.send_text(text, topic="lk.transcription", attributes=attributes))
             log.quiet_at.append(quiet_at)
             try:
                 await speak(reply(text), at=quiet_at + delay)
@@ -222,8 +229,9 @@ def voice_agent(
                     state["heard"] = []
                     state["speaking"] = spawn(answer(heard, last_loud))
 
-        def subscribed(track: Any, _publication: Any, _participant: Any) -> None:
+        def subscribed(track: Any, publication: Any, _participant: Any) -> None:
             if track.kind == rtc.TrackKind.KIND_AUDIO:
+                state["caller_track"] = publication.sid
                 spawn(hear(track))
                 if greeting and not log.said:  # the caller can hear once it publishes
                     state["speaking"] = spawn(speak(greeting))

@@ -2,7 +2,7 @@
 
 A failed call is "heard differently" when the agent's own transcript of a caller turn (targets that
 publish one: a voice target's ``messages.caller_transcript``, realtime's input transcription,
-pipecat's ``user-transcription``) differs materially from what the caller said; "tamesu heard
+pipecat's ``user-transcription``, livekit's ``lk.transcription`` of the caller's track) differs materially from what the caller said; "tamesu heard
 differently" when tamesu's STT of an agent turn differs materially from the agent's own words;
 and the agent's when neither. Materially: more than a quarter of the words changed, or a number
 changed (a mistaken digit changes an order number or a date; a dropped "the" changes nothing).

@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("livekit.rtc")
 pytest.importorskip("aiortc")
 
-from tamesu.kernel.messages import AgentTurn, Dtmf, Interrupt, UserTurn
+from tamesu.kernel.events import VoiceTurn
+from tamesu.kernel.messages import AgentTurn, Dtmf, Event, Interrupt, UserTurn
 from tamesu.testing.livekit_agents import AgentLog, voice_agent
 from tamesu.testing.livekit_server import LivekitServer, serve_livekit_server
 from tamesu.voice.voice_metrics import wer
@@ -67,6 +68,19 @@ async def test_the_agent_greets_hears_the_caller_and_answers(server: LivekitServ
     await target.stop()
     recordings = list((calls.out / "recordings").glob("*.wav"))
     assert len(recordings) == 1 and recordings[0].stat().st_size > 16000
+
+
+async def test_the_agents_transcript_of_the_caller_is_kept_apart_from_its_answer(
+    server: LivekitServer, calls: Calls
+) -> None:
+    server.register_agent("", vowel_agent(AgentLog()))
+    target = await call(calls, server)
+    await collect(target, None)
+    answer = await collect(target, UserTurn(text="where is my order"))
+    [turn] = [m.event for m in answer if isinstance(m, Event) and isinstance(m.event, VoiceTurn)]
+    assert turn.caller_heard is not None and turn.caller_heard.startswith("heard ")  # the agent's STT of us
+    [said] = [m for m in answer if isinstance(m, AgentTurn)]
+    assert said.text == "Your order ships today."  # not mixed into the agent's own words
 
 
 async def test_transcript_source_stt_transcribes_the_agents_audio(

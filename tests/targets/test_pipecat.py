@@ -517,6 +517,8 @@ async def test_audio_mode_speaks_to_the_bots_vad_and_stt_and_hears_its_tts(harne
         if isinstance(m.body, dict) and m.body.get("type") == "user-transcription"
     ]
     assert any(text.strip() for text in said), said  # the bot's own STT heard speech from tamesu's voice
+    heard = [m.event for m in out if isinstance(m, Event) and isinstance(m.event, VoiceTurn)]
+    assert heard and (heard[-1].caller_heard or "").strip(), "kept as its transcript of the caller"
     assert [c.name for c in harness.of_type(out, ToolCall)] == ["lookup_order"]
     if source == "agent":
         assert turn.text == "Your order is on its way."  # the bot's bot-tts-text

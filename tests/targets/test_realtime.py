@@ -349,6 +349,8 @@ async def test_ga_audio_turn_with_server_vad_and_the_apis_transcript(harness, fa
     assert turn.sent_at is not None and turn.first_audio_at is not None and turn.first_audio_at > turn.sent_at
     kinds = [m.body["type"] for m in harness.of_type(out, RawResponse)]
     assert "conversation.item.input_audio_transcription.completed" in kinds
+    heard = [m.event for m in out if isinstance(m, Event) and isinstance(m.event, VoiceTurn)]
+    assert heard[-1].caller_heard == "Where is my order?"  # the API's transcript of the caller (attribution)
     assert "input_audio_buffer.speech_stopped" in kinds and not [k for k in kinds if k.endswith(".delta")]
 
 
