@@ -339,7 +339,9 @@ class CapacitySearcher:
         outcomes.append(outcome)
         if outcome.interrupted:
             return None
-        step = level_of(level, outcome.samples, self.gates, seconds=outcome.elapsed - start)
+        step = level_of(
+            level, outcome.samples, self.gates, seconds=outcome.elapsed - start, confidence=self.confidence
+        )
         step.driver_cpu, step.workers_cpu = await self.meter.shares()
         if rule.far_over(outcome.stats) and not rule.settled(outcome.stats, step.seconds):
             step.aborted = f"error rate {outcome.stats.error_rate():.0%} over {rule.abort_error_rate:.0%}"
