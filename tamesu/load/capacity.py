@@ -37,6 +37,8 @@ __all__ = ["CapacityOutcome", "CapacitySearcher", "CpuMeter", "Level", "StepRule
 DRIVER_CPU_LIMIT = 0.9
 """The share of one core tamesu's own process may use during a step before the step is held to
 measure the driver rather than the agent."""
+WORKER_START_S = 60.0
+"""How long the first reading waits for Ray workers that are still starting."""
 _ABORT_AFTER = 5
 """Calls a step makes before its error rate may stop it early."""
 
@@ -168,25 +170,28 @@ class CpuMeter:
         self.placement = placement
         self._wall = self._cpu = 0.0
         self._workers: list[float | None] = []
+        self._started = False
 
-    async def _worker_seconds(self) -> list[float | None]:
+    async def _worker_seconds(self, timeout: float) -> list[float | None]:
         probe = getattr(self.placement, "cpu_seconds", None)
         if probe is None:
             return []
         try:
-            return list(await probe())
+            return list(await probe(timeout=timeout))
         except Exception:
             return []
 
     async def start(self) -> None:
+        """Take a step's first reading; before the first step, workers still starting are waited for."""
+        self._workers = await self._worker_seconds(2.0 if self._started else WORKER_START_S)
+        self._started = True
         self._wall, self._cpu = time.monotonic(), time.process_time()
-        self._workers = await self._worker_seconds()
 
     async def shares(self) -> tuple[float, float | None]:
         """(the driver's share, the busiest worker's share or None) since ``start``."""
         wall = max(time.monotonic() - self._wall, 1e-9)
         driver = (time.process_time() - self._cpu) / wall
-        now = await self._worker_seconds()
+        now = await self._worker_seconds(2.0)
         busiest = [
             (after - before) / wall
             for before, after in zip(self._workers, now)
@@ -313,6 +318,7 @@ class CapacitySearcher:
     async def _step(self, level: int, outcomes: list[LoadOutcome]) -> Level | None:
         """One step at ``level`` calls in flight; None when it was cut before its calls could count."""
         driver = self.make_driver(level)
+        await self.meter.start()
         start = self.elapsed()
         deadline = self.max_seconds
         rule = self.rule
@@ -324,7 +330,6 @@ class CapacitySearcher:
         driver.start_at(self._index, start)
         self.current = driver
         watchdog = asyncio.ensure_future(self._cut_at(driver, deadline))
-        await self.meter.start()
         try:
             outcome = await driver.run()
         finally:
@@ -334,7 +339,9 @@ class CapacitySearcher:
         outcomes.append(outcome)
         if outcome.interrupted:
             return None
-        step = level_of(level, outcome.samples, self.gates, seconds=outcome.elapsed - start)
+        step = level_of(
+            level, outcome.samples, self.gates, seconds=outcome.elapsed - start, confidence=self.confidence
+        )
         step.driver_cpu, step.workers_cpu = await self.meter.shares()
         if rule.far_over(outcome.stats) and not rule.settled(outcome.stats, step.seconds):
             step.aborted = f"error rate {outcome.stats.error_rate():.0%} over {rule.abort_error_rate:.0%}"

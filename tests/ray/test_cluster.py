@@ -185,3 +185,29 @@ async def test_a_load_test_survives_a_worker_node_dying(
     assert set(report["faults"]) <= {"worker"}, text
     finals = [json.loads(line) for line in calls.read_text().splitlines() if json.loads(line)["final"]]
     assert sorted(s["index"] for s in finals) == list(range(24))
+
+
+async def test_a_capacity_search_submitted_as_a_job_runs_its_steps_on_the_cluster(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    from tamesu.testing.loaded_agent import serve_loaded_agent
+    from tests.load.agents import rest_suite, says
+
+    async with serve_loaded_agent(base_ms=100, per_call_ms=50) as (url, loaded):
+        (tmp_path / "suite.yaml").write_text(rest_suite(url, [says("hello", "hello")], timeout="20s"))
+        options = (
+            "--find-capacity --max-concurrency 16 --step-calls 8 --step-seconds 0.5s --cool-down 100ms "
+            "--max-duration 3m --slo turn_latency_ms_p95=600 -q"
+        )
+        code, out = await tamesu(
+            cluster, tmp_path, "submit", "suite.yaml", "--load", "--address", cluster.dashboard,
+            "--options", options, "--job-id", "tamesu-test-capacity", timeout=300,
+        )  # fmt: skip
+    assert code == 0, out
+    report = json.loads((tmp_path / "tamesu-runs" / "latest" / "load-report.json").read_text())
+    expected = loaded.capacity(turn_latency_ms=600)  # 10 calls in flight
+    found = report["capacity"]["concurrency"]
+    assert abs(found - expected) <= 0.2 * expected, report["capacity"]
+    assert f"capacity: {found} calls in flight; turn_latency_ms_p95 broke at" in out
+    shares = [(lv["concurrency"], lv["workers_cpu"]) for lv in report["capacity"]["levels"]]
+    assert all(share is not None for _, share in shares), f"the workers' CPU is measured: {shares}"
