@@ -99,10 +99,14 @@ def cost_summary(attempts: Iterable[RunResult], finals: Iterable[RunResult]) -> 
             (r.suite, r.test_id), {"suite": r.suite, "test_id": r.test_id, "cost_usd": 0.0}
         )
         row["cost_usd"] += result_cost(r)
+    tallies: dict[tuple[str, str], list[int]] = {}
+    for r in ended:
+        tally = tallies.setdefault((r.suite, r.test_id), [0, 0])
+        tally[0] += 1
+        tally[1] += r.outcome == "passed"
     for key, row in by_test.items():
-        runs = [r for r in ended if (r.suite, r.test_id) == key]
-        won = sum(1 for r in runs if r.outcome == "passed")
-        row.update(runs=len(runs), passed=won, per_pass_usd=row["cost_usd"] / won if won else None)
+        runs, won = tallies.get(key, (0, 0))
+        row.update(runs=runs, passed=won, per_pass_usd=row["cost_usd"] / won if won else None)
     return {
         "total_usd": total,
         "runs": len(ended),

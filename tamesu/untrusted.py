@@ -20,6 +20,7 @@ __all__ = [
     "OutsideFolder",
     "inside",
     "json_bytes",
+    "json_text",
     "loads_json",
     "paint",
     "printable",
@@ -83,6 +84,17 @@ def json_bytes(value: Any, *, enc_hook: Callable[[Any], Any] | None = None) -> b
         return msgspec.json.encode(value, enc_hook=enc_hook)
     except UnicodeEncodeError:
         return msgspec.json.encode(storable(msgspec.to_builtins(value, enc_hook=enc_hook)), enc_hook=enc_hook)
+
+
+def json_text(value: Any) -> str:
+    """Indented JSON for a file people read too (summary.json, ``--json``), ending in a newline.
+
+    ``json.dumps(indent=2)`` falls back to the pure-Python encoder, 0.1 s for the summary of 3,000
+    tests; msgspec writes and indents it in C. A value JSON has no form for becomes its ``str``.
+    """
+    import msgspec
+
+    return msgspec.json.format(json_bytes(value, enc_hook=str), indent=2).decode() + "\n"
 
 
 def printable(text: str) -> str:

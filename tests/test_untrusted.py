@@ -71,3 +71,20 @@ def test_xml_text_keeps_what_xml_can_hold() -> None:
 def test_paint_and_table_never_carry_control_sequences_of_their_text() -> None:
     assert paint("a\x1b]0;t\x07", "red", True) == "\x1b[31ma\\x1b]0;t\\x07\x1b[0m"
     assert table([["x\x1b[2J", "y"]], header=["A", "B"]) == "A         B\nx\\x1b[2J  y"
+
+
+def test_json_text_is_indented_json_that_reads_back_and_keeps_a_lone_surrogate_visible() -> None:
+    import json
+    from datetime import date
+    from pathlib import Path
+
+    from tamesu.untrusted import json_text
+
+    value = {"tests": [{"id": "refund [é]", "said": "hi \ud800"}], "at": date(2026, 1, 2), "dir": Path("/r")}
+    text = json_text(value)
+    assert text.endswith("}\n") and '\n  "tests": [\n' in text
+    assert json.loads(text) == {
+        "tests": [{"id": "refund [é]", "said": "hi \\ud800"}],
+        "at": "2026-01-02",
+        "dir": "/r",
+    }

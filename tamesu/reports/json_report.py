@@ -11,7 +11,6 @@ per passed run, by part and by test), and each test has its ``cost_usd``.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,6 +20,7 @@ import msgspec
 
 from tamesu.costs import cost_summary
 from tamesu.redteam.findings import by_severity, severity_counts
+from tamesu.untrusted import json_text
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
@@ -171,6 +171,6 @@ def write_json(
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(invocation_dict(result, redactor=redactor), indent=2, default=str) + "\n")
+    tmp.write_text(json_text(invocation_dict(result, redactor=redactor)), encoding="utf-8")
     os.replace(tmp, out)
     return out

@@ -39,7 +39,7 @@ from tamesu.kernel.outcome import RunResult
 from tamesu.kernel.transcript import FORMAT, check_format
 from tamesu.runner.durable import RunDirLock, append_lines, mend_tail
 from tamesu.runner.verdict import final_results, run_key
-from tamesu.untrusted import json_bytes
+from tamesu.untrusted import json_bytes, json_text
 
 if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
@@ -217,7 +217,7 @@ class ResultsStore:
     def write_json(self, name: str, data: Any) -> None:
         """Write atomically (temp file + rename), so a reader never sees half a file."""
         tmp = self.dir / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+        tmp.write_text(json_text(data), encoding="utf-8")
         os.replace(tmp, self.dir / name)
 
     def mark_latest(self) -> None:
