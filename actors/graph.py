@@ -134,7 +134,7 @@ class RunGraph:
             return self.outcome()
         remote = None
         try:
-            if self.spec.remote_agents or self._suite_agents() is not None:
+            if self.spec.remote_agents or self._suite_agents() is not None or self._held() is not None:
                 try:
                     remote = await self._serve_remote_agents()
                 except Exception as exc:
@@ -244,7 +244,7 @@ class RunGraph:
             update_golden=self.services.update_golden,
             max_goal_steps=spec.extra.get("max_goal_steps"),
             detect_dtmf=any(named.kind == "dtmf_received" for named in spec.assertions),
-            shared_delegates=self._suite_agents() is not None,
+            shared_delegates=self._suite_agents() is not None or self._held() is not None,
             sip=spec.extra.get("sip"),
             livekit=spec.extra.get("livekit"),
         )
@@ -316,6 +316,11 @@ class RunGraph:
         from tamesu.remote_agents.serve import RemoteAgents
         from tamesu.remote_agents.suite import AttachedRun
 
+        held = self._held()
+        if held is not None:  # the driver serves them: their URLs here, the exchanges fetched at the end
+            for key, value in held["values"].items():
+                self.scope.set(key, value)
+            return _Held(held["values"])
         suite = self._suite_agents()
         if suite is not None:
             run = AttachedRun(
@@ -335,6 +340,33 @@ class RunGraph:
             limits=self.spec.limits,
             http=self.services.http,
         )
+
+    def _held(self) -> dict[str, Any] | None:
+        """The suite's remote agents as the driver serves them for this run (a Ray worker's run)."""
+        from tamesu.remote_agents.suite import EXCHANGES
+
+        held = self.spec.extra.get(EXCHANGES)
+        return held if isinstance(held, dict) else None
+
+    async def _fetch_exchanges(self) -> None:
+        """A held run's messages to and from the suite's remote agents, fetched from the driver and
+        placed on this run's clock, before it is graded."""
+        from msgspec.structs import replace as with_fields
+
+        from tamesu.remote_agents.suite import fetch_exchanges
+
+        held = self._held()
+        if held is None:
+            return
+        try:
+            events = await fetch_exchanges(held, self.spec.run_id, http=self.services.http)
+        except Exception as exc:
+            self._fail(
+                f"cannot fetch the run's remote agent messages from the driver: {exc}", "internal", True
+            )
+            return
+        wall = float(getattr(self.clock, "started_wall", 0.0))
+        self.transcript.events.extend(with_fields(e, at=max(0.0, e.at - wall)) for e in events)
 
     def _suite_agents(self) -> Any:
         """The suite's remote agents served in this process for its lifetime, if any."""
@@ -378,6 +410,9 @@ class RunGraph:
                 # a finished run is freed at once rather than left to the cycle collector
                 actor.outputs.clear()
         if self._error is not None or self.recorder.error is not None:
+            return
+        await self._fetch_exchanges()
+        if self._error is not None:
             return
         self._metrics()
         self.results = await self._assertions()
@@ -616,3 +651,13 @@ class _Attached:
 
     async def close(self) -> None:
         self.suite.detach(self.run_id)
+
+
+class _Held:
+    """A run's remote agents served by the driver: nothing to close here."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = dict(values)
+
+    async def close(self) -> None:
+        """The driver lets the run go when its placement answers."""

@@ -12,13 +12,19 @@ to the run it belongs to, the first rule that decides:
 4. the one run attached at all.
 
 What none of them decides is recorded in no run (``delegated_to`` reads only its own run's) and
-counted in ``unattributed``, which the scheduler reports. The runs attach in-process (the local
-placement); a run that finds no suite agents here serves its own for itself, as before.
+counted in ``unattributed``, which the scheduler reports. A run in this process (the local
+placement) attaches its own transcript. A run in another process (a Ray worker) is held here
+for it by the driver (``hold``): its exchanges are kept in a transcript of the driver's, stamped
+in wall-clock time, and the worker fetches them (``EXCHANGES``, with the suite's own token)
+before it grades the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import secrets
+import time
 import weakref
 from collections import Counter
 from collections.abc import Callable
@@ -35,7 +41,10 @@ if TYPE_CHECKING:
     from tamesu.remote_agents.serve import RemoteAgents
     from tamesu.templates import Scope
 
-__all__ = ["AttachedRun", "SuiteRemoteAgents"]
+__all__ = ["EXCHANGES", "AttachedRun", "SuiteRemoteAgents", "fetch_exchanges"]
+
+EXCHANGES = "suite_agents"
+"""The ``RunSpec.extra`` key a run held by the driver carries: the values, and where its exchanges are."""
 
 MAX_IDS = 10_000
 """Context and task ids remembered per suite (the oldest are forgotten past it)."""
@@ -72,6 +81,11 @@ class SuiteRemoteAgents:
         self.unattributed: Counter[str] = Counter()
         """Messages (by remote agent) that could not be told apart between runs in flight."""
         self._owner: dict[str, str] = {}
+        self._held: dict[str, AttachedRun] = {}
+        self._exchanges: tuple[Any, Any] | None = None
+        self.exchanges_url = ""
+        self.token = ""
+        self.limits: Any = None
 
     @classmethod
     def of(cls, suite_path: str) -> SuiteRemoteAgents | None:
@@ -97,8 +111,51 @@ class SuiteRemoteAgents:
             agents, scope=scope, recording=_Router(suite), limits=limits, http=http
         )
         suite.values = dict(suite.served.values)
+        suite.limits = limits
         cls._all.setdefault(asyncio.get_running_loop(), {})[suite_path] = suite
         return suite
+
+    async def _serve_exchanges(self) -> None:
+        """The route a worker fetches a held run's exchanges from (``GET <url><run id>``, bearer token)."""
+        from tamesu.remote_agents.server import Mount, RemoteServer
+
+        self.token = secrets.token_urlsafe(24)
+        server = RemoteServer.shared("127.0.0.1:0")
+        mount = Mount(prefix=f"_tamesu-{secrets.token_hex(6)}", app=self._exchanges_app, token=self.token)
+        await server.add(mount)
+        self._exchanges = (server, mount)
+        self.exchanges_url = f"{server.url}/{mount.prefix}/"
+
+    async def _exchanges_app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import msgspec
+
+        run_id = scope["path"].rsplit("/", 1)[-1]
+        held = self._held.get(run_id)
+        events = msgspec.to_builtins(held.transcript.events) if held is not None else []
+        body = json.dumps(events).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200 if held else 404, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def hold(self, run_id: str, session: str) -> dict[str, Any]:
+        """Attach a run of another process, its session id as its context; returns what its
+        ``RunSpec.extra[EXCHANGES]`` carries there."""
+        from tamesu.kernel.transcript import Transcript
+        from tamesu.remote_agents.record import Recording
+
+        if self._exchanges is None:
+            await self._serve_exchanges()
+        transcript = Transcript(run_id=run_id)
+        run = AttachedRun(
+            run_id, Recording(transcript, _WallClock(), self.limits), transcript, lambda: {session}
+        )
+        self._held[run_id] = run
+        self.attach(run)
+        return {"values": dict(self.values), "url": self.exchanges_url, "token": self.token}
+
+    def release(self, run_id: str) -> None:
+        self._held.pop(run_id, None)
+        self.detach(run_id)
 
     async def close(self) -> None:
         servers = self._all.get(asyncio.get_running_loop(), {})
@@ -107,6 +164,9 @@ class SuiteRemoteAgents:
         served, self.served = self.served, None
         if served is not None:
             await served.close()
+        exchanges, self._exchanges = self._exchanges, None
+        if exchanges is not None:
+            await exchanges[0].remove(exchanges[1])
 
     def attach(self, run: AttachedRun) -> dict[str, str]:
         """Take the run's exchanges from now on; returns the values its scope gets."""
@@ -173,3 +233,30 @@ class _Router:
             self.suite.unattributed[agent] += 1
             return
         run.recording.add(agent, direction, context=context, task=task, **kw)
+
+
+class _WallClock:
+    """Seconds since the epoch: a held run's exchanges, placed on the worker's clock there."""
+
+    def now(self) -> float:
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+async def fetch_exchanges(held: dict[str, Any], run_id: str, *, http: httpx.AsyncClient) -> list[Any]:
+    """A held run's exchanges from the driver, as the driver stamped them (wall-clock ``at``)."""
+    import msgspec
+
+    from tamesu.kernel.events import RemoteMessage, Truncated
+
+    resp = await http.get(
+        held["url"] + run_id, headers={"Authorization": f"Bearer {held['token']}"}, timeout=30
+    )
+    resp.raise_for_status()
+    out: list[Any] = []
+    for item in resp.json():
+        kind = RemoteMessage if item.get("type") != "truncated" else Truncated
+        out.append(msgspec.convert(item, kind))
+    return out

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
+from tamesu.remote_agents.suite import EXCHANGES
 from tamesu.runner.capacity import ALONE_LIMIT, target_key
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
@@ -244,13 +245,37 @@ class Attempts:
                     result = self.error_result(spec, problem, "hook", attempt)
                     result.started_at, result.duration = wall, time.monotonic() - started
                     return result, True, None, None
-        answer = await self._call_graph(spec, setup.secrets if setup is not None else None, ready)
+        held = await self._hold_remote(spec, session)
+        try:
+            if held is not None:
+                spec = spec.with_extra(**{EXCHANGES: held})
+            answer = await self._call_graph(spec, setup.secrets if setup is not None else None, ready)
+        finally:
+            if held is not None:
+                self._release_remote(spec)
         if setup is not None and setup.after_each:
             hooked = await run_hooks(setup.after_each, **self.hook_args(setup, spec, env, remote))
             if not hooked.ok:
                 self.note(f"{spec.run_id}: after_each hook failed: {hooked.hook}: {hooked.message}")
         result, retryable = self._result(spec, answer, attempt, wall, time.monotonic() - started)
         return result, retryable, answer.transcript, answer.retry_after
+
+    async def _hold_remote(self, spec: RunSpec, session: str) -> dict[str, Any] | None:
+        """A run placed in another process (a Ray worker) is held by its suite's remote agents here,
+        on the driver: what it carries to its worker (their URLs, where to fetch its exchanges)."""
+        if getattr(self.placement, "in_process", False) or not spec.suite_path:
+            return None
+        from tamesu.remote_agents.suite import SuiteRemoteAgents
+
+        suite = SuiteRemoteAgents.of(spec.suite_path)
+        return None if suite is None else await suite.hold(spec.run_id, session)
+
+    def _release_remote(self, spec: RunSpec) -> None:
+        from tamesu.remote_agents.suite import SuiteRemoteAgents
+
+        suite = SuiteRemoteAgents.of(spec.suite_path)
+        if suite is not None:
+            suite.release(spec.run_id)
 
     def hook_args(
         self,

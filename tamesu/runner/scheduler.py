@@ -295,7 +295,7 @@ class Scheduler:
         async with state.lock:
             if not state.setup_done:
                 setup = self.suites.get(spec.suite_path)
-                if setup is not None and setup.remote_agents and getattr(self.placement, "in_process", False):
+                if setup is not None and setup.remote_agents:
                     state.setup_error = await self._serve_remote_agents(spec, setup, state)
                 if state.setup_error is None and setup is not None and setup.before_all:
                     hooked = await run_hooks(
