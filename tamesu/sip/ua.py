@@ -103,7 +103,14 @@ class UserAgent:
         answer of the peer that sent it (else the call would end as no_answer, the cause unsaid)."""
         self.errors.append(text)
         for t in self.transactions.values():
-            if t.request.method == "INVITE" and text.startswith(f"from {t.peer}:") and not t.final.done():
+            call = self.calls.get(t.request.call_id)
+            dialling = call is not None and call.state in ("new", "ringing")
+            if (
+                dialling
+                and t.request.method == "INVITE"
+                and text.startswith(f"from {t.peer}:")
+                and not t.final.done()
+            ):
                 t.final.set_exception(SipParseError(text))
 
     def _unreachable(self, peer: Peer, why: str) -> None:

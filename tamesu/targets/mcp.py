@@ -11,8 +11,8 @@ What the server answers is part of the system under test: a tool result (``isErr
 as ``{"error": TEXT}``) goes back to the model and into the transcript. A server that cannot be
 started or reached, exits, hangs past ``call_timeout``, writes what is not JSON-RPC or answers a
 JSON-RPC error ends the run as an infrastructure error whose message carries the tail of the
-server's stderr, redacted. It is bounded like any agent: a stdio message is read within
-``limits.answer_size`` before it is parsed (``mcp_stdio``), the tool list within ``MAX_TOOLS``
+server's stderr, redacted. It is bounded like any agent: a message is read within
+``limits.answer_size`` before it is parsed (``mcp_wire``), the tool list within ``MAX_TOOLS``
 and ``answer_size``, and at most ``MAX_OFFERED`` tools go to the model.
 """
 
@@ -28,7 +28,7 @@ from tamesu.errors import MissingExtraError, TargetError, TemplateError
 from tamesu.limits import LimitExceeded, decode_json, payload_size
 from tamesu.targets.base import target
 from tamesu.targets.connect import ConnectPolicy, Retry, open_session, retrying
-from tamesu.targets.mcp_stdio import TOO_LARGE, StdioPipe, bounded_stdio
+from tamesu.targets.mcp_wire import TOO_LARGE, StdioPipe, bounded_http, bounded_stdio
 from tamesu.targets.model import ModelAdapter
 from tamesu.untrusted import printable, storable_text
 
@@ -150,7 +150,7 @@ class McpLink:
     def failure(self, exc: Exception, what: str) -> TargetError:
         """The TargetError for an SDK exception raised while doing ``what``."""
         code = getattr(exc, "code", None)
-        if code == TOO_LARGE:
+        if code == TOO_LARGE or "limits.answer_size" in str(exc):
             return self.ctx.limits.too_large(f"the answer of MCP server {self.where} while {what}")
         if code == _CONNECTION_CLOSED:
             return self.error(f"the connection closed while {what} (did the server exit?)", retryable=True)
@@ -349,10 +349,15 @@ class McpAdapter(ModelAdapter):
         headers = {k: render_text(v, scope) for k, v in (self.config.headers or {}).items()}
 
         def make() -> Any:
+            limit = self.ctx.limits.answer_size
             http = httpx2.AsyncClient(
-                headers=headers, timeout=httpx2.Timeout(self.ctx.turn_timeout, read=300.0), trust_env=False
+                headers=headers,
+                timeout=httpx2.Timeout(self.ctx.turn_timeout, read=300.0),
+                trust_env=False,
+                transport=bounded_http(limit),
             )
-            return _WithClient(http, mcp.Client(streamable_http_client(url, http_client=http)))
+            client = streamable_http_client(url, http_client=http, max_sse_event_size=limit)
+            return _WithClient(http, mcp.Client(client))
 
         async def attempt() -> McpLink:
             link = McpLink(self.ctx, where=url)

@@ -15,7 +15,7 @@ import pytest
 from tamesu.errors import TargetError
 from tamesu.limits import LimitExceeded
 from tamesu.targets import mcp as mcp_target
-from tamesu.targets.mcp_stdio import STDERR_KEPT
+from tamesu.targets.mcp_wire import STDERR_KEPT
 from tamesu.testing.model_server import Reply
 
 from .test_mcp import Rig, model, rig
@@ -101,3 +101,62 @@ async def test_an_answer_still_arriving_at_call_timeout_says_so(rig: Rig, harnes
     with pytest.raises(TargetError) as err:
         await harness.say(t, "go")
     assert "the answer to tool dump took longer than call_timeout (1s) to read" in str(err.value)
+
+
+async def test_a_json_answer_over_http_is_read_no_further_than_answer_size(
+    rig: Rig, harness: Any, serve: Any
+) -> None:
+    """A streamable HTTP server answering tools/call with 60 MB of JSON: refused at 4 MB."""
+    from aiohttp import web
+
+    written = [0]
+
+    async def mcp(request: web.Request) -> web.StreamResponse:
+        message = await request.json()
+        rid, method = message.get("id"), message.get("method")
+        if rid is None:
+            return web.Response(status=202)
+        if method == "initialize":
+            info = {"name": "hostile", "version": "1"}
+            result: dict[str, Any] = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": info,
+            }
+        elif method == "tools/list":
+            result = {"tools": [{"name": "dump", "inputSchema": {"type": "object", "properties": {}}}]}
+        elif method == "tools/call":
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await response.prepare(request)
+            try:
+                await response.write(
+                    b'{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % rid
+                )
+                for _ in range(60):
+                    await response.write(b"y" * 1_000_000)
+                await response.write(b'"}]}}')
+            except (ConnectionError, RuntimeError):
+                pass
+            return response
+        else:
+            return web.json_response(
+                {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}}
+            )
+        return web.json_response(
+            {"jsonrpc": "2.0", "id": rid, "result": result}, headers={"Mcp-Session-Id": "s1"}
+        )
+
+    async def no_stream(request: web.Request) -> web.Response:
+        return web.Response(status=405)
+
+    app = web.Application()
+    app.router.add_post("/mcp", mcp)
+    app.router.add_get("/mcp", no_stream)
+    app.router.add_delete("/mcp", no_stream)
+    url = f"{await serve(app)}/mcp"
+    rig.model.queue(Reply(tool_calls=[("dump", {})]))
+    t = await rig.target({"url": url})
+    with pytest.raises(LimitExceeded) as err:
+        await harness.say(t, "dump it")
+    assert "larger than 4 MB" in str(err.value) and "calling tool dump" in str(err.value)
+    assert written[0] < 30, f"the server wrote {written[0]} MB before tamesu stopped reading"

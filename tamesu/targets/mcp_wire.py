@@ -1,4 +1,4 @@
-"""The stdio transport of the ``mcp`` target: an MCP server's messages read within bounds.
+"""The ``mcp`` target's transports: an MCP server's messages read within bounds.
 
 The SDK's own stdio client reads a line of any length before parsing it and sends the server's
 stderr to a file that grows as long as the server writes. A server under test may answer
@@ -6,6 +6,8 @@ stderr to a file that grows as long as the server writes. A server under test ma
 line is read into at most ``limit`` bytes (a longer answer is skipped to its end and becomes a
 JSON-RPC error for its request, named ``TOO_LARGE``), only the tail of stderr is kept, in memory,
 and a line that is not JSON-RPC is reported (``invalid``) instead of leaving a handshake waiting.
+Over streamable HTTP the SDK bounds each server-sent event but reads a JSON answer whole;
+``bounded_http`` stops reading one at the limit.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from tamesu.limits import format_size
 
-__all__ = ["TOO_LARGE", "StdioPipe", "bounded_stdio"]
+__all__ = ["TOO_LARGE", "StdioPipe", "bounded_http", "bounded_stdio", "too_large_text"]
 
 TOO_LARGE = -32099
 """The JSON-RPC error code of an answer tamesu did not read for its size."""
@@ -29,6 +31,10 @@ STDERR_KEPT = 8192
 STOP_WAIT_S = 2.0
 """How long the server has to exit once its stdin is closed, and again once terminated."""
 _ID = re.compile(rb'"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.){0,200}")')
+
+
+def too_large_text(limit: int) -> str:
+    return f"the answer is larger than {format_size(limit)} (limits.answer_size in tamesu.yaml)"
 
 
 @dataclass
@@ -58,8 +64,7 @@ class StdioPipe:
         found = _ID.search(head)
         if found is None:
             return None
-        message = f"the answer is larger than {format_size(self.limit)} (limits.answer_size in tamesu.yaml)"
-        error = {"code": TOO_LARGE, "message": message}
+        error = {"code": TOO_LARGE, "message": too_large_text(self.limit)}
         return b'{"jsonrpc":"2.0","id":%s,"error":%s}' % (found.group(1), json.dumps(error).encode())
 
 
@@ -154,3 +159,36 @@ async def _stop(process: Any) -> None:
         with anyio.move_on_after(STOP_WAIT_S):
             await process.wait()
             return
+
+
+def bounded_http(limit: int) -> Any:
+    """An httpx2 transport whose JSON answers end, read no further, at ``limit`` bytes: the SDK
+    turns the stream error into a JSON-RPC error for the request (its message says why)."""
+    import httpx2
+
+    class TooLarge(httpx2.StreamError):
+        pass
+
+    class Bounded(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            read = 0
+            async for chunk in self.inner:
+                read += len(chunk)
+                if read > limit:
+                    raise TooLarge(too_large_text(limit))
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class Transport(httpx2.AsyncHTTPTransport):
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await super().handle_async_request(request)
+            if response.headers.get("content-type", "").startswith("application/json"):
+                response.stream = Bounded(response.stream)
+            return response
+
+    return Transport()
