@@ -256,3 +256,29 @@ def test_out_writes_a_new_suite_with_a_target_stub(tmp_path: Path) -> None:
     assert data["targets"]["phone"]["type"] == "voice" and data["models"] == {"embedder": "local/minilm"}
     assert not any("judge" in c for c in data["tests"][0]["assert"])
     assert load_suite(new).suite.tests[0].name == "call good"
+
+
+def test_a_call_imported_twice_is_an_error_the_second_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caller, agent = conversation()
+    write_wav(tmp_path / "good.wav", [caller, agent])
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    args = [
+        "import",
+        "calls",
+        str(tmp_path / "good.wav"),
+        "--into",
+        str(suite),
+        "--target",
+        "phone",
+        "--stt-engine",
+        "test-stt",
+    ]
+    assert main(args) == 0
+    once = suite.read_text()
+    capsys.readouterr()
+    assert main(args) == 1
+    assert "error  good: the suite has a test named 'call good' already" in capsys.readouterr().err
+    assert suite.read_text() == once
