@@ -180,6 +180,11 @@ class ConsoleReporter(Reporter):
             elif t.verdict == "error":
                 self._error(t)
         self._findings(result)
+        from tamesu.reports.grid import causes_line
+
+        causes = causes_line(result.results)
+        if causes:
+            self.console.print(self._text(causes, "yellow"))
         style = "red" if result.exit_code else "green"
         self.console.print(self._text(final_line(result), f"bold {style}"))
         if result.run_dir is not None:
