@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tamesu.audio.recorded import RecordedAudio
     from tamesu.speech_pool import SpeechPool
 
-__all__ = ["AUDIO_TARGETS", "CallImport", "ImportOptions", "ImportedCall", "import_call"]
+__all__ = ["AUDIO_TARGETS", "CallImport", "ImportOptions", "ImportedCall", "import_call", "test_name"]
 
 AUDIO_TARGETS = frozenset({"voice", "twilio", "sip", "livekit", "pipecat", "realtime"})
 """Target types a replay plays as audio (the agent greets first there, as on the recorded call)."""
@@ -67,6 +67,11 @@ class CallImport:
     suite_dir: Path
     options: ImportOptions
     pool: SpeechPool | None = None
+
+
+def test_name(call: CallFiles) -> str:
+    """The name of the test a call becomes."""
+    return f"call {call.name}"
 
 
 async def import_call(call: CallFiles, job: CallImport) -> ImportedCall:
@@ -119,7 +124,7 @@ async def _import(call: CallFiles, job: CallImport) -> ImportedCall:
         items.append(item)
     replay["turns"] = items
     out.test = {
-        "name": f"call {call.name}",
+        "name": test_name(call),
         "target": opts.target,
         "tags": ["replay"],
         "scenario": {"replay": replay},

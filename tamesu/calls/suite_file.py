@@ -70,15 +70,18 @@ def append_tests(text: str, tests: list[dict[str, Any]]) -> str:
     return before + added + "".join(lines[end:])
 
 
-def suite_target_type(text: str, target: str, *, file: str) -> str:
-    """The type of ``target`` in a suite's text; a suite without that target cannot take the tests."""
+def suite_target_type(text: str, target: str, *, file: str) -> tuple[str, set[str]]:
+    """The type of ``target`` in a suite's text, and the names of its tests; a suite without that
+    target cannot take the tests."""
     data = yaml.safe_load(text) or {}
     targets = data.get("targets") if isinstance(data, dict) else None
     if not isinstance(targets, dict) or target not in targets:
         known = ", ".join(sorted(targets)) if isinstance(targets, dict) else "none"
         raise UsageError(f"{file} defines no target {target!r} (targets: {known})")
     entry = targets[target]
-    return str(entry.get("type", "")) if isinstance(entry, dict) else ""
+    tests = data.get("tests")
+    names = {str(t.get("name")) for t in tests if isinstance(t, dict)} if isinstance(tests, list) else set()
+    return (str(entry.get("type", "")) if isinstance(entry, dict) else ""), names
 
 
 def write_suite(path: Path, text: str) -> None:

@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         new_suite_text,
         write_suite,
     )
+    from tamesu.calls.importer import ImportedCall, test_name
     from tamesu.calls.suite_file import suite_target_type
 
     suite_path: Path = args.into or args.out
@@ -74,12 +75,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     target_type = "voice"
     text = ""
+    taken: set[str] = set()
     if args.into is not None:
         if not args.into.is_file():
             print(f"tamesu: no suite {printable(str(args.into))}", file=sys.stderr)
             return EXIT_CONFIG
         text = args.into.read_text(encoding="utf-8")
-        target_type = suite_target_type(text, args.target, file=str(args.into))
+        target_type, taken = suite_target_type(text, args.target, file=str(args.into))
     calls = find_calls(list(args.paths))
     if not calls:
         print("tamesu: no recorded calls found", file=sys.stderr)
@@ -90,8 +92,16 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     job = CallImport(suite_dir=suite_path.resolve().parent, options=options)
 
-    async def all_calls() -> list:  # type: ignore[type-arg]
-        return [await import_call(call, job) for call in calls]
+    async def all_calls() -> list[ImportedCall]:
+        out = []
+        for call in calls:
+            if test_name(call) in taken:
+                out.append(
+                    ImportedCall(call.name, error=f"the suite has a test named {test_name(call)!r} already")
+                )
+            else:
+                out.append(await import_call(call, job))
+        return out
 
     imported = asyncio.run(all_calls())
     tests = [c.test for c in imported if c.test is not None]

@@ -151,6 +151,9 @@ def comparison_markdown(c: Comparison) -> str:
     if c.flaky:
         lines += ["", "#### Flaky", ""]
         lines += [f"- {_md(name)}: {_md(why)}" for name, why in c.flaky]
+    if c.grid:
+        lines += ["", "#### Grid", ""]
+        lines += [f"- {_md(line.strip())}" for line in grid_lines(c.grid)[2:]]
     return "\n".join(lines) + "\n"
 
 

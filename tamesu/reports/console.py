@@ -207,6 +207,11 @@ class ConsoleReporter(Reporter):
                 self._error(t)
         self._unchecked(result)
         self._findings(result)
+        from tamesu.reports.grid import causes_line
+
+        causes = causes_line(result.results)
+        if causes:
+            self.console.print(self._text(causes, "yellow"))
         unchecked = any(t.caveat for t in result.tests)
         style = "red" if result.exit_code else (_CAVEAT_STYLE if unchecked else "green")
         self.console.print(self._text(final_line(result), f"bold {style}"))

@@ -18,7 +18,14 @@ from tamesu.stats import wilson_interval
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
 
-__all__ = ["failures_by_cause", "grid_keys", "grid_order", "grid_table"]
+__all__ = ["CAUSES", "causes_line", "failures_by_cause", "grid_keys", "grid_order", "grid_table"]
+
+CAUSES = {
+    "heard_differently": "heard differently (the agent's STT)",
+    "tamesu_heard_differently": "tamesu heard differently (tamesu's STT)",
+    "agent": "the agent's",
+}
+"""What each cause of a failed call is called in the reports."""
 
 
 def grid_keys(results: Iterable[RunResult]) -> list[str]:
@@ -92,3 +99,11 @@ def _rank(key: tuple[tuple[str, str], ...], order: dict[str, list[str]]) -> tupl
         values = order.get(k, [])
         out.append(values.index(v) if v in values else len(values))
     return tuple(out)
+
+
+def causes_line(results: Iterable[RunResult]) -> str:
+    """``Failed calls by cause: 2 heard differently (the agent's STT), 1 the agent's`` ("" for none)."""
+    counts = failures_by_cause(results)
+    if not counts:
+        return ""
+    return "Failed calls by cause: " + ", ".join(f"{n} {CAUSES.get(c, c)}" for c, n in counts.items())

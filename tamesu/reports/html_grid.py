@@ -13,18 +13,12 @@ import itertools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tamesu.reports.grid import failures_by_cause, grid_keys, grid_order, grid_table
+from tamesu.reports.grid import CAUSES, failures_by_cause, grid_keys, grid_order, grid_table
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
 
 __all__ = ["grid_section"]
-
-CAUSES = {
-    "heard_differently": "heard differently (the agent's STT)",
-    "tamesu_heard_differently": "tamesu heard differently (tamesu's STT)",
-    "agent": "the agent's",
-}
 
 
 def _h(value: Any) -> str:

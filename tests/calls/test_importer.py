@@ -256,3 +256,59 @@ def test_out_writes_a_new_suite_with_a_target_stub(tmp_path: Path) -> None:
     assert data["targets"]["phone"]["type"] == "voice" and data["models"] == {"embedder": "local/minilm"}
     assert not any("judge" in c for c in data["tests"][0]["assert"])
     assert load_suite(new).suite.tests[0].name == "call good"
+
+
+def test_a_call_imported_twice_is_an_error_the_second_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caller, agent = conversation()
+    write_wav(tmp_path / "good.wav", [caller, agent])
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    args = [
+        "import",
+        "calls",
+        str(tmp_path / "good.wav"),
+        "--into",
+        str(suite),
+        "--target",
+        "phone",
+        "--stt-engine",
+        "test-stt",
+    ]
+    assert main(args) == 0
+    once = suite.read_text()
+    capsys.readouterr()
+    assert main(args) == 1
+    assert "error  good: the suite has a test named 'call good' already" in capsys.readouterr().err
+    assert suite.read_text() == once
+
+
+def test_a_replay_offset_into_a_mu_law_recording_plays_at_the_calls_rate(tmp_path: Path) -> None:
+    from tamesu.errors import TargetError
+    from tamesu.kernel.messages import AudioClip
+    from tamesu.voice.clips import clip_utterance
+
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("needs ffmpeg (Debian: ffmpeg) to write the mu-law file")
+    caller, agent = conversation()
+    write_wav(tmp_path / "pcm.wav", [agent, caller])
+    twilio = tmp_path / "RE1.wav"
+    cmd = [
+        "ffmpeg",
+        "-loglevel",
+        "error",
+        "-i",
+        str(tmp_path / "pcm.wav"),
+        "-ar",
+        "8000",
+        "-acodec",
+        "pcm_mulaw",
+        str(twilio),
+    ]
+    subprocess.run(cmd, check=True)
+    spoken = clip_utterance(AudioClip(path=str(twilio), channel=1, start=2.0, end=3.0), 16000, text="hi")
+    assert spoken.rate == 16000 and len(spoken.samples) == pytest.approx(16000, abs=200)
+    assert spoken.spans and spoken.spans[0][0] < 0.1  # the caller's speech, from the right channel
+    with pytest.raises(TargetError, match=r"the replayed caller: .* lies outside the recording"):
+        clip_utterance(AudioClip(path=str(twilio), channel=1, start=20.0, end=21.0), 16000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tamesu.history import compare
-from tamesu.history.render import comparison_json, comparison_text
+from tamesu.history.render import comparison_json, comparison_markdown, comparison_text
 from tamesu.runner.grid import cell_label, cell_of
 
 from .test_compare import inv, row
@@ -42,4 +42,5 @@ def test_cells_are_pooled_over_the_audio_tests_and_compared_between_runs() -> No
     assert "Grid (pass rate per cell, pooled over the audio tests):" in text
     assert "{line_quality=pstn, background_noise=cafe@10}: 8/8 -> 0/8  -100 points" in text
     assert comparison_json(c)["grid"][1]["after"] == {"passed": 0, "runs": 8}
+    assert "#### Grid" in comparison_markdown(c) and "cafe@10}: 8/8 -&gt; 0/8" in comparison_markdown(c)
     assert "Grid" not in comparison_text(compare(inv(row("x", "p")), inv(row("x", "p"), inv_id=2)))

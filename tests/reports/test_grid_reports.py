@@ -79,3 +79,13 @@ def test_cells_follow_the_grid_as_given_and_errors_add_no_latency() -> None:
         run_result("x", "error", grid={"line_quality": "pstn"}, metrics={"turn_latency_ms_p95": 60.0})
     ]
     assert grid_table(only_errors)[0]["turn_latency_ms_p95"] is None
+
+
+def test_the_console_counts_the_failed_calls_by_cause() -> None:
+    from tamesu.reports.grid import causes_line
+
+    results = runs()
+    assert (
+        causes_line(results) == "Failed calls by cause: 2 heard differently (the agent's STT), 1 the agent's"
+    )
+    assert causes_line([run_result("text", "failed")]) == ""

@@ -17,10 +17,10 @@ from tamesu.kernel.events import VoiceCall
 from tamesu.replay_user import replay_result
 from tamesu.runner.grid import expand_grid, parse_grid
 from tamesu.runner.plan import plan
-from tamesu.speech_pool import LocalSpeechPool
 
 from ..virtual_time import LoopClock
 from .peers import AgentScript, Calls, calls, vowel
+from .test_graph import HeardPool
 
 __all__ = ["calls"]
 
@@ -47,17 +47,6 @@ tests:
 """
 
 
-class CountingPool(LocalSpeechPool):
-    """The local engines, noting what they were asked to say (a replay asks nothing)."""
-
-    def __init__(self) -> None:
-        self.said: list[str] = []
-
-    async def synthesize(self, text: str, **kw: Any) -> Any:
-        self.said.append(text)
-        return await super().synthesize(text, **kw)
-
-
 def clip(path: Path, seconds: float, rate: int = 8000) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     samples = np.concatenate(
@@ -70,7 +59,7 @@ def clip(path: Path, seconds: float, rate: int = 8000) -> None:
         w.writeframes(samples.astype("<i2").tobytes())
 
 
-async def run(spec: Any, tmp_path: Path, pool: CountingPool) -> Any:
+async def run(spec: Any, tmp_path: Path, pool: HeardPool) -> Any:
     services = RunServices.create(output_dir=tmp_path / "out", speech=pool, clock_factory=LoopClock)
     try:
         return await run_graph(spec, services, timeout=30)
@@ -87,7 +76,7 @@ async def test_the_caller_sends_the_recorded_clips_each_after_the_agents_turn(
     (tmp_path / "suite.yaml").write_text(SUITE.format(url=url))
     loaded = load_suite(tmp_path / "suite.yaml", project=False)
     [spec] = plan(loaded)
-    pool = CountingPool()
+    pool = HeardPool()
     outcome = await run(spec, tmp_path, pool)
     assert outcome.error is None, outcome.error
     assert pool.said == [], "a replayed caller says its recording, not synthesised text"
@@ -109,7 +98,7 @@ async def test_a_grid_cell_puts_the_replayed_clips_through_its_line(calls: Calls
         plan(load_suite(tmp_path / "suite.yaml", project=False)), parse_grid(["line_quality=pstn"])
     )
     [spec] = specs
-    outcome = await run(spec, tmp_path, CountingPool())
+    outcome = await run(spec, tmp_path, HeardPool())
     assert outcome.error is None, outcome.error
     call = next(e for e in outcome.transcript.events if isinstance(e, VoiceCall))
     assert call.line == "pstn" and spec.run_id == "call 7 {line_quality=pstn}"
