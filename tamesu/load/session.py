@@ -330,6 +330,12 @@ async def run_load(request: LoadRequest) -> LoadResult:
             else:
                 outcome = await driver.run()
     except ClusterLost as exc:
+        if search is not None:
+            kept = (
+                f"{len(store.finished())} calls finished and are kept in {store.dir}; a capacity search "
+                "does not resume: start a new one (in-process, or --address a new cluster)"
+            )
+            raise ClusterLost(exc.address, silent_for=exc.silent_for, kept=kept) from None
         total = profile.total_calls
         lost = exc.kept_in(
             store.dir, finished=driver.stats.finished, planned=total, command="load", what="calls"
