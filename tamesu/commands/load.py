@@ -4,6 +4,8 @@ The profile comes from tamesu.yaml's ``load:`` with these options on top; the ca
 on Ray (``--ray``, ``--address``); results are durable as they arrive and ``--resume`` continues an
 interrupted test. Exit codes: 0 every gate held, 1 a gate was crossed, 2 usage or config error,
 3 no call could be graded (every one an infrastructure error), 4 budget exceeded, 130 interrupted.
+With ``--find-capacity`` (``tamesu.load.capacity``): 0 a capacity was found, 1 even the first step
+broke, 3 no call could be graded or tamesu's own CPU was the limit.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,11 +26,9 @@ from tamesu.untrusted import printable
 if TYPE_CHECKING:
     from tamesu.config.load_profile import LoadProfile
     from tamesu.config.loader import LoadedSuite
-    from tamesu.kernel.outcome import RunResult
     from tamesu.load.driver import LoadDriver, LoadOutcome
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.spec import RunSpec
-    from tamesu.runner.verdict import TestVerdict
 
 __all__ = [
     "REPORT_FILE",
@@ -119,50 +117,6 @@ def _seconds(text: str) -> float:
     from tamesu.durations import parse_duration
 
     return parse_duration(text)
-
-
-def load_gates(profile: LoadProfile, loaded: Sequence[LoadedSuite], specs: Sequence[Any]) -> Any:
-    """The gates of a load test: the profile's, the suites' percentile SLOs, and (unless the profile
-    sets one pass rate) each test's own pass_threshold."""
-    from tamesu.config import effective_defaults
-    from tamesu.load.gates import gates_for
-
-    slo: dict[str, float] = {}
-    for suite in loaded:
-        slo.update(effective_defaults(suite.project, suite.suite).slo)
-    thresholds = {(s.suite, s.test_id): float(s.pass_threshold) for s in specs}
-    return gates_for(profile, suite_slo=slo, thresholds=thresholds)
-
-
-def one_spec_per_test(specs: Sequence[RunSpec], note: Callable[[str], None]) -> list[RunSpec]:
-    """The runs a load test takes in turn: one per expanded test, so each test gets an equal share
-    of the calls (a ``repeat: 10`` test would otherwise get ten times the calls of its neighbours);
-    the calls themselves are the repeats under load."""
-    out: list[RunSpec] = []
-    for spec in specs:
-        if spec.repeat_index == 0:
-            out.append(spec.evolve(run_id=spec.test_id, repeats=1))
-        elif spec.repeat_index == 1:
-            note(
-                f"{spec.suite} / {spec.test_id}: repeat {spec.repeats} is not multiplied under load: "
-                "each test gets an equal share of the calls"
-            )
-    return out
-
-
-def load_verdicts(specs: Sequence[RunSpec], finals: Sequence[RunResult], project: Any) -> list[TestVerdict]:
-    """Each test's verdict over its calls, by the rule of ``tamesu run`` (its pass_threshold and
-    tamesu.yaml's statistics): every call is one repeat of its test."""
-    from tamesu.runner.rates import RateRule
-    from tamesu.runner.verdict import verdicts
-
-    by_test = {(s.suite, s.test_id): s for s in specs}
-    calls = [
-        by_test[(r.suite, r.test_id)].evolve(run_id=r.run_id, repeats=1)
-        for r in finals
-        if (r.suite, r.test_id) in by_test
-    ]
-    return verdicts(calls, finals, rule=RateRule.from_settings(getattr(project, "statistics", None)))
 
 
 def _store(
@@ -267,6 +221,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
     from tamesu.costs import cost_summary
     from tamesu.load.driver import CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
     from tamesu.load.gates import evaluate_gates
+    from tamesu.load.grading import load_gates, load_verdicts, one_spec_per_test, write_summary
     from tamesu.load.live import LiveView
     from tamesu.reports.load_report import build_load_report, render_load_report, write_load_report
     from tamesu.runner.results import output_dir
@@ -375,6 +330,12 @@ async def run_load(request: LoadRequest) -> LoadResult:
             else:
                 outcome = await driver.run()
     except ClusterLost as exc:
+        if search is not None:
+            kept = (
+                f"{len(store.finished())} calls finished and are kept in {store.dir}; a capacity search "
+                "does not resume: start a new one (in-process, or --address a new cluster)"
+            )
+            raise ClusterLost(exc.address, silent_for=exc.silent_for, kept=kept) from None
         total = profile.total_calls
         lost = exc.kept_in(
             store.dir, finished=driver.stats.finished, planned=total, command="load", what="calls"
@@ -414,7 +375,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
         cost=cost_summary(attempts, finals),
     )
     write_load_report(report, store.dir / REPORT_FILE, redactor=redactor)
-    _write_summary(store, tests, attempts, finals, outcome, code, loaded, started_at, redactor)
+    write_summary(store, tests, attempts, finals, outcome, code, loaded, started_at, redactor)
     if request.json:
         write_load_report(report, request.json, redactor=redactor)
     render_load_report(report, color=request.color, stream=stream, redactor=redactor)
@@ -436,40 +397,6 @@ async def run_load(request: LoadRequest) -> LoadResult:
         stream.write(redactor.redact(f"note: {printable(note)}") + "\n")
     store.close()
     return LoadResult(exit_code=code, report=report, run_dir=store.dir, outcome=outcome)
-
-
-def _write_summary(
-    store: ResultsStore,
-    tests: list[TestVerdict],
-    attempts: list[RunResult],
-    finals: list[RunResult],
-    outcome: LoadOutcome,
-    code: int,
-    loaded: Sequence[LoadedSuite],
-    started_at: float,
-    redactor: Redactor,
-) -> None:
-    """summary.json, as ``tamesu run`` writes it: a finished load test reads as one in every report."""
-    from tamesu.reports.json_report import summary
-    from tamesu.runner.invocation import InvocationResult
-
-    result = InvocationResult(
-        exit_code=code,
-        tests=tests,
-        results=finals,
-        attempts=attempts,
-        run_dir=store.dir,
-        suites=[s.suite.suite for s in loaded],
-        started_at=started_at,
-        duration=time.time() - started_at,
-        interrupted=outcome.interrupted,
-        budget_exceeded=outcome.budget_exceeded,
-        resumed=outcome.resumed,
-        settings={
-            "started_at": datetime.fromtimestamp(started_at, timezone.utc).isoformat(timespec="seconds")
-        },
-    )
-    store.write_json("summary.json", redactor.redact_obj(summary(result)))
 
 
 def _leave_out_unrunnable(
