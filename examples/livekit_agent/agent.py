@@ -14,6 +14,7 @@ LiveKit STT and TTS plugins. Set ``AGENT_NAME`` to register for explicit dispatc
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import uuid
@@ -44,8 +45,13 @@ GREETING = "Hello, this is the returns desk. How can I help?"
 
 def answer(user: str, tool_output: str | None) -> tuple[str, dict[str, Any] | None]:
     """The reply to ``user``'s last words: text, or a tool call (name and arguments) to make first."""
+    user = re.sub(r"(?<=\d)[, ](?=\d{3}\b)", "", user)  # "1,001" as Whisper writes a spoken number
     said = user.lower()
-    order = re.search(r"\bORD-\d{4}\b", user.upper())
+    order = re.search(
+        r"\bORD[\s-]*(\d{4})\b", user.upper()
+    )  # spoken: "order 1001", heard as Whisper writes it
+    if order is None and "ORDER" in user.upper():
+        order = re.search(r"\b(\d{3,4})\b", user)
     if tool_output is not None:
         return f"Your order {tool_output}. You can return it within 30 days of delivery.", None
     if not user:
@@ -53,7 +59,7 @@ def answer(user: str, tool_output: str | None) -> tuple[str, dict[str, Any] | No
     if any(word in said for word in ("bye", "that's all", "hang up")):
         return "", {"name": "end_call", "arguments": {}}
     if order is not None:
-        return "", {"name": "lookup_order", "arguments": {"order_id": order.group(0)}}
+        return "", {"name": "lookup_order", "arguments": {"order_id": f"ORD-{order.group(1)}"}}
     if "return" in said or "refund" in said:
         return "Sure, I can help with a return. What is your order number?", None
     if "story" in said or "long" in said:
@@ -86,6 +92,7 @@ class _RulesStream(llm.LLMStream):
                 tool_output = item.output
             elif item.type == "function_call_output" and item.name == "end_call":
                 tool_output = "__end__"
+        logging.getLogger("returns-agent").info("heard %r", user)
         if tool_output == "__end__":
             text, call = "Thank you for calling. Goodbye!", None
         else:

@@ -194,10 +194,15 @@ class Room:
                 await self._forward(member, other, track_sid, track)
 
     async def _forward(self, source: Member, to: Member, track_sid: str, track: AudioRelay) -> None:
+        """Send ``source``'s track to ``to``, and tell ``source`` it has a subscriber (as LiveKit does:
+        LiveKit Agents hold their speech until their track is subscribed)."""
         if to.peer is None:
             return
         with contextlib.suppress(Exception):
             await to.peer.subscribe(track, participant_sid=source.info.sid, track_sid=track_sid)
+            await source.send(
+                proto.SignalResponse(track_subscribed=proto.TrackSubscribed(track_sid=track_sid))
+            )
 
     def data(self, member: Member, packet: models.DataPacket, *, reliable: bool) -> None:
         """Deliver one data packet from ``member`` to its destinations."""

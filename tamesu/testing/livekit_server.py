@@ -112,19 +112,20 @@ class LivekitServer:
     def verify(self, token: str) -> api.access_token.Claims:
         return api.TokenVerifier(self.api_key, self.api_secret).verify(token)
 
-    def room(self, name: str, *, metadata: str = "") -> Room:
-        """The room called ``name``, made (and its automatic agents dispatched) when new."""
+    def room(self, name: str, *, metadata: str = "", automatic: bool = True) -> Room:
+        """The room called ``name``, made (and its automatic agents dispatched, unless not
+        ``automatic``) when new."""
         room = self.rooms.get(name)
         if room is None:
             room = self.rooms[name] = Room(name, metadata=metadata)
-            if "" in self.agents or self.workers.named(""):
+            if automatic and ("" in self.agents or self.workers.named("")):
                 self.dispatch("", name)
         return room
 
     def dispatch(self, agent_name: str, room: str, metadata: str = "") -> agent_dispatch.AgentDispatch:
         """Record a dispatch of ``agent_name`` into ``room`` and start the agent: the in-process one
         registered by that name, else a worker's (now, or once one registers)."""
-        self.room(room)
+        self.room(room, automatic=agent_name != "")  # an explicit automatic-agent dispatch is that one
         dispatch = agent_dispatch.AgentDispatch(
             id=sid("AD"), agent_name=agent_name, room=room, metadata=metadata
         )

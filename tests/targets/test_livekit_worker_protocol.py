@@ -208,3 +208,27 @@ async def test_a_dispatch_waits_for_a_worker_that_registers_later(server: Liveki
         await ws.close()
     [job] = dispatch.state.jobs
     assert "no worker took the job" in job.state.error and "declined the job" in job.state.error
+
+
+async def test_a_full_worker_is_passed_over_and_one_worker_takes_several_jobs(server: LivekitServer) -> None:
+    async with ClientSession() as http:
+        full, free = await connect(http, server), await connect(http, server)
+        full_id = (await register(full)).worker_id
+        await register(free)
+        marked = changed(server, lambda: server.workers.workers[full_id].status == agent_pb.WS_FULL)
+        status = agent_pb.UpdateWorkerStatus(status=agent_pb.WS_FULL, load=1.0)
+        await full.send_bytes(agent_pb.WorkerMessage(update_worker=status).SerializeToString())
+        await asyncio.wait_for(marked.wait(), 10)
+        first, second = server.dispatch("", "room-1"), server.dispatch("", "room-2")
+        asked = [(await next_message(free)).availability.job for _ in range(2)]
+        assert sorted(job.room.name for job in asked) == ["room-1", "room-2"]
+        for job in asked:
+            answer = agent_pb.AvailabilityResponse(job_id=job.id, available=True)
+            await free.send_bytes(agent_pb.WorkerMessage(availability=answer).SerializeToString())
+        assigned = [(await next_message(free)).assignment for _ in range(2)]
+        assert {a.job.id for a in assigned} == {job.id for job in asked}
+        assert {server.verify(a.token).identity for a in assigned} == {f"agent-{job.id}" for job in asked}
+        await full.close()
+        await free.close()
+    assert [j.state.worker_id for d in (first, second) for j in d.state.jobs] != []
+    assert all(j.state.worker_id != full_id for d in (first, second) for j in d.state.jobs)
