@@ -17,7 +17,10 @@ not the client's). These clients run the same 3000 scripted conversations of thr
   the driver's alone: the conversations run in the Ray workers' processes);
 - whole processes, start to exit: ``python -m tamesu run suite.yaml --repeat N -j C`` (Python's
   start, imports, loading, the runs, the console summary, summary.json and the history record)
-  beside a process that starts Python, imports aiohttp and runs the bare client.
+  beside a process that starts Python, imports aiohttp and runs the bare client;
+- ``tamesu run, N cases``: the same whole process on a suite whose one test reads N distinct cases
+  from a ``cases_file`` (each case's vars in its script), so N tests of one run each instead of one
+  test of N repeats; ``cases_vs_repeat`` is its rate against the ``--repeat`` run of its round.
 
 The clients take turns for ``--rounds`` rounds (a neighbour's burst of work then hits each alike)
 and each row is its median round; ``rate_vs_bare`` is the median of the rounds' rates, each against
@@ -164,11 +167,26 @@ def bare_process(url: str, conversations: int, concurrency: int) -> dict[str, fl
     return whole_process([*command, "--concurrency", str(concurrency)])
 
 
-def cli_process(url: str, conversations: int, concurrency: int, where: Path) -> dict[str, float]:
-    """``tamesu run`` as a user types it, in a folder of its own under ``where``."""
+CASES_SUITE = SUITE.replace("    scenario:", "    cases_file: cases.csv\n    scenario:").replace(
+    '{{ say: "{t1}" }}, {{ say: "{t2}" }}',
+    '{{ say: "{t1} {{{{vars.who}}}}" }}, {{ say: "{t2} {{{{vars.order}}}}" }}',
+)
+
+
+def cli_process(
+    url: str, conversations: int, concurrency: int, where: Path, *, cases: bool = False
+) -> dict[str, float]:
+    """``tamesu run`` as a user types it, in a folder of its own under ``where``: one test repeated
+    ``conversations`` times, or with ``cases`` one test of that many cases from a cases_file."""
     folder = Path(tempfile.mkdtemp(dir=where))
-    (folder / "bench.yaml").write_text(SUITE.format(url=url, t1=TURNS[0], t2=TURNS[1], t3=TURNS[2]))
-    command = [sys.executable, "-m", "tamesu", "run", "bench.yaml", "--repeat", str(conversations)]
+    suite = CASES_SUITE if cases else SUITE
+    (folder / "bench.yaml").write_text(suite.format(url=url, t1=TURNS[0], t2=TURNS[1], t3=TURNS[2]))
+    command = [sys.executable, "-m", "tamesu", "run", "bench.yaml"]
+    if cases:
+        rows = "".join(f"case {i},user{i},ORD-{i}\n" for i in range(conversations))
+        (folder / "cases.csv").write_text("name,who,order\n" + rows)
+    else:
+        command += ["--repeat", str(conversations)]
     measured = whole_process([*command, "-j", str(concurrency), "--output", "runs"], cwd=folder)
     [run_dir] = [p for p in (folder / "runs").iterdir() if p.is_dir() and not p.is_symlink()]
     lines = len((run_dir / "results.jsonl").read_bytes().splitlines())
@@ -318,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         n, c = args.conversations, args.concurrency
         # rounds alternate the clients, so a neighbour's burst of work hits each of them alike
         measured: dict[str, list[dict[str, float]]] = {
-            "bare": [], "disk": [], "tmpfs": [], "bare_process": [], "cli": []
+            "bare": [], "disk": [], "tmpfs": [], "bare_process": [], "cli": [], "cases": []
         }  # fmt: skip
         for _ in range(args.rounds):
             measured["bare"].append(asyncio.run(bare(url, n, c)))
@@ -327,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 measured["tmpfs"].append(asyncio.run(with_tamesu(url, n, c, ray=False, where=tmpfs)))
             measured["bare_process"].append(bare_process(url, n, c))
             measured["cli"].append(cli_process(url, n, c, disk))
+            measured["cases"].append(cli_process(url, n, c, disk, cases=True))
         base = median_of(measured["bare"])
         rows = [figures("bare aiohttp", base, n, None)]
         rows.append(figures("tamesu (local)", median_of(measured["disk"]), n, base))
@@ -335,12 +354,15 @@ def main(argv: list[str] | None = None) -> int:
         whole = median_of(measured["bare_process"])
         rows.append(figures("bare aiohttp (whole process)", whole, n, None))
         rows.append(figures("tamesu run (whole process)", median_of(measured["cli"]), n, whole))
+        rows.append(figures(f"tamesu run, {n} cases (whole process)", median_of(measured["cases"]), n, whole))
         ratios = {
             name: [round(b["seconds"] / t["seconds"], 3) for b, t in zip(measured[base_of], rounds)]
             for name, base_of, rounds in (
                 ("local", "bare", measured["disk"]),
                 ("tmpfs", "bare", measured["tmpfs"]),
                 ("whole process", "bare_process", measured["cli"]),
+                ("cases, whole process", "bare_process", measured["cases"]),
+                ("cases vs repeat", "cli", measured["cases"]),
             )
             if rounds
         }
@@ -348,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         # drifts between rounds and moves both alike, so the paired ratio is the steadier figure
         paired = {"tamesu (local)": "local", "tamesu (local, run dir on tmpfs)": "tmpfs"}
         paired["tamesu run (whole process)"] = "whole process"
+        paired[f"tamesu run, {n} cases (whole process)"] = "cases, whole process"
         for row in rows:
             name = paired.get(row["client"])
             if name in ratios:
@@ -365,6 +388,12 @@ def main(argv: list[str] | None = None) -> int:
             "concurrency": c,
             "rounds": args.rounds,
             "rate_vs_bare_by_round": ratios,
+            "cases_vs_repeat": statistics.median(ratios["cases vs repeat"]) if measured["cases"] else None,
+            # CPU time is the steadier figure on a shared machine: the repeat run's CPU over the cases run's
+            "cases_vs_repeat_cpu_by_round": [
+                round(r["cpu_seconds"] / k["cpu_seconds"], 3)
+                for r, k in zip(measured["cli"], measured["cases"])
+            ],
             "cpus": os.cpu_count(),
             "load_average_1m": round(os.getloadavg()[0], 2),
             "python": platform.python_version(),

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tamesu.cli import main
+from tamesu.cli import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())

@@ -36,7 +36,7 @@ from tamesu.errors import (
 )
 from tamesu.untrusted import printable
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "console_main", "main"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -197,5 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INFRA
 
 
+def console_main() -> int:
+    """``tamesu`` and ``python -m tamesu``: ``main``, then the process ends."""
+    from tamesu.cycle_collector import before_exit
+
+    code = main()
+    before_exit()
+    return code
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(console_main())

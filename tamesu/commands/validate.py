@@ -36,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tamesu.cycle_collector import paused
+
+    with paused():
+        return _validate(args)
+
+
+def _validate(args: argparse.Namespace) -> int:
     from tamesu.config.loader import validate_paths
 
     color = bool(getattr(args, "use_color", False))

@@ -376,6 +376,7 @@ def check_model_needs(
     }
     out: list[ConfigError] = []
     reach: Reach | None = None
+    clients: dict[str, str | None] = {}  # ref -> what its client lacks: one module search per ref
     for need in needs:
         ref = models.get(need.role) or models.get("default")
         if need.role == "embedder" and not models.get("embedder") and ref:
@@ -403,7 +404,11 @@ def check_model_needs(
         else:
             missing = missing_credentials(
                 str(ref), credentials={k: "set" for k in credentials}, custom=custom
-            ) or _client_missing(str(ref), custom)
+            )
+            if missing is None:
+                if str(ref) not in clients:
+                    clients[str(ref)] = _client_missing(str(ref), custom)
+                missing = clients[str(ref)]
             if missing is None:
                 continue
             problem = f"{need.why} needs {ref}, which cannot be called: {missing}"

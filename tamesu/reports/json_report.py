@@ -150,9 +150,15 @@ def _grid(result: InvocationResult) -> dict[str, Any]:
     return out
 
 
-def invocation_dict(result: InvocationResult, *, redactor: Redactor | None = None) -> dict[str, Any]:
-    """The whole invocation: settings, verdicts, runs, assertion results and metrics."""
-    data = summary(result)
+def invocation_dict(
+    result: InvocationResult, *, redactor: Redactor | None = None, summarised: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The whole invocation: settings, verdicts, runs, assertion results and metrics.
+
+    ``summarised`` is ``summary(result)`` when the caller made it already (summary.json): the
+    totals, costs and statistics of every test are then worked out once per run of ``tamesu run``.
+    """
+    data = dict(summarised if summarised is not None else summary(result))
     data["settings"] = result.settings
     spent = {(row["suite"], row["test_id"]): row["cost_usd"] for row in data["cost"]["tests"]}
     data["tests"] = [
@@ -165,12 +171,17 @@ def invocation_dict(result: InvocationResult, *, redactor: Redactor | None = Non
 
 
 def write_json(
-    result: InvocationResult, path: str | os.PathLike[str], *, redactor: Redactor | None = None
+    result: InvocationResult,
+    path: str | os.PathLike[str],
+    *,
+    redactor: Redactor | None = None,
+    summarised: dict[str, Any] | None = None,
 ) -> Path:
     """Write the JSON report (parent folders are made); returns the path written."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json_text(invocation_dict(result, redactor=redactor)), encoding="utf-8")
+    data = invocation_dict(result, redactor=redactor, summarised=summarised)
+    tmp.write_text(json_text(data), encoding="utf-8")
     os.replace(tmp, out)
     return out

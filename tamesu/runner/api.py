@@ -322,7 +322,8 @@ def _write_reports(
     from tamesu.reports.json_report import summary, write_json
     from tamesu.reports.junit import write_junit
 
-    store.write_json("summary.json", redactor.redact_obj(summary(result)))
+    summarised = summary(result)
+    store.write_json("summary.json", redactor.redact_obj(summarised))
     html = opts.html if opts.html is not None else getattr(project, "html_report", True)
     if html:
         from tamesu.reports.html import write_html
@@ -335,7 +336,7 @@ def _write_reports(
     if opts.junit:
         write_junit(result, opts.junit, redactor=redactor)
     if opts.json:
-        write_json(result, opts.json, redactor=redactor)
+        write_json(result, opts.json, redactor=redactor, summarised=summarised)
     if opts.sarif:
         from tamesu.redteam.sarif import write_sarif
 

@@ -4,12 +4,37 @@ a Ray worker sets it up once, for good."""
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import pytest
 
-from tamesu.cycle_collector import YOUNG_THRESHOLD, set_for_runs
+from tamesu.cycle_collector import YOUNG_THRESHOLD, paused, set_for_runs
 
 pytestmark = pytest.mark.unit
+
+
+def test_while_suites_load_the_collector_is_off_and_then_as_it_was() -> None:
+    assert gc.isenabled()
+    with paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused():
+            pass
+        assert not gc.isenabled(), "a collector someone else turned off stays off"
+    finally:
+        gc.enable()
+
+
+def test_validate_leaves_the_collector_on_for_the_rest_of_the_process(tmp_path: Path) -> None:
+    from tamesu.cli import main
+
+    (tmp_path / "s.yaml").write_text(
+        "suite: s\ntargets: {a: {type: rest, url: http://127.0.0.1:9}}\ntests: []\n"
+    )
+    main(["validate", str(tmp_path / "s.yaml")])
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_while_runs_go_on_older_objects_are_frozen_and_young_ones_collected_less_often() -> None:
