@@ -5,7 +5,8 @@ Both sides pay Python's own start-up, so the difference is what tamesu adds: its
 models of every registered target type and assertion kind, never the model router or an adapter),
 loading, validating and checking the suite. The commands take turns and the figures are medians of
 CPU time (user + system), which a busy machine disturbs far less than wall time; the ratio of wall
-times is kept beside them.
+times is kept beside them. ``phases_cpu_s_median`` splits validate's work into its phases (each
+measured in a process of its own that does them in order), to show where the time goes.
 
     python benchmarks/validate_startup.py [--runs 15] [--tests 50]
 
@@ -65,6 +66,50 @@ _TEST = """\
 """
 
 
+_PHASES = """\
+import gc, json, sys, time
+gc.disable()
+clock, out = time.process_time, {}
+last = clock()
+def phase(name):
+    global last
+    now = clock()
+    out[name] = now - last
+    last = now
+import pydantic, yaml; phase("import pydantic, yaml")
+import tamesu.cli, tamesu.commands.validate, tamesu.config.loader; phase("tamesu.cli and the loader")
+from pydantic import BaseModel
+class First(BaseModel):
+    a: int = 1
+phase("pydantic's model machinery (the first model class)")
+from tamesu.config.kinds import _installed_entry_points, assertion_kinds, target_kinds
+_installed_entry_points(); phase("entry points (plugins)")
+target_kinds.load(); assertion_kinds.load(); phase("target type and assertion kind config modules")
+import tamesu.config.suite, tamesu.config.project; phase("suite and tamesu.yaml models (classes)")
+from tamesu.config import Suite
+Suite.model_rebuild(); phase("the Suite model's validator (built at first validate)")
+from tamesu.config.loader import validate_paths
+validate_paths([sys.argv[1]]); phase("validate_paths: YAML with positions, validation, checks")
+print(json.dumps(out))
+"""
+"""Where validate's CPU goes, phase by phase, in a process that then does it all in order; the
+collector is off, as ``tamesu validate`` has it while it loads."""
+
+
+def breakdown(suite: Path, runs: int, env: dict[str, str], cwd: Path) -> dict[str, float]:
+    """The median CPU seconds of each phase of ``_PHASES`` over ``runs`` processes."""
+    seen: dict[str, list[float]] = {}
+    for _ in range(runs):
+        proc = subprocess.run(
+            [sys.executable, "-c", _PHASES, str(suite)], env=env, cwd=cwd, capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"the phase breakdown failed:\n{proc.stderr}")
+        for name, value in json.loads(proc.stdout).items():
+            seen.setdefault(name, []).append(value)
+    return {name: round(statistics.median(values), 4) for name, values in seen.items()}
+
+
 def make_suite(folder: Path, tests: int) -> Path:
     path = folder / "bench.yaml"
     path.write_text(_HEAD + "".join(_TEST.format(i=i, mod=i % 5) for i in range(tests)), encoding="utf-8")
@@ -121,6 +166,7 @@ def main() -> int:
         }
         medians(cmds, 2, env, folder)  # warm the bytecode caches
         figures = medians(cmds, args.runs, env, folder)
+        phases = breakdown(suite, args.runs, env, folder)
     (t_validate, cpu_validate), (t_baseline, cpu_baseline) = figures["validate"], figures["baseline"]
     result = {
         "benchmark": "validate_startup",
@@ -134,6 +180,7 @@ def main() -> int:
         "validate_s": round(t_validate, 4),
         "import_pydantic_yaml_s": round(t_baseline, 4),
         "ratio": round(t_validate / t_baseline, 3),
+        "phases_cpu_s_median": phases,
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}",
     }
@@ -144,6 +191,8 @@ def main() -> int:
         f"import pydantic, yaml: {cpu_baseline * 1000:.0f} ms; tamesu adds {result['added_cpu_s'] * 1000:.0f} ms "
         f"(CPU ratio {result['cpu_ratio']:.2f}; wall {t_validate * 1000:.0f} ms, ratio {result['ratio']:.2f})"
     )
+    for name, seconds in phases.items():
+        print(f"  {seconds * 1000:6.1f} ms  {name}")
     return 0
 
 

@@ -199,8 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console_main() -> int:
     """``tamesu`` and ``python -m tamesu``: ``main``, then the process ends."""
-    from tamesu.cycle_collector import before_exit
+    from tamesu.cycle_collector import before_exit, one_command_process
 
+    one_command_process()
     code = main()
     before_exit()
     return code

@@ -13,7 +13,14 @@ import gc
 import threading
 from collections.abc import Iterator
 
-__all__ = ["YOUNG_THRESHOLD", "before_exit", "paused", "set_for_runs", "set_for_worker"]
+__all__ = [
+    "YOUNG_THRESHOLD",
+    "before_exit",
+    "one_command_process",
+    "paused",
+    "set_for_runs",
+    "set_for_worker",
+]
 
 YOUNG_THRESHOLD = 7000
 """Allocations between two collections of the youngest generation while runs go on (Python's
@@ -22,6 +29,7 @@ default, 700, collects every few runs: each time it walks every object of the ru
 _LOCK = threading.Lock()
 """Invocations in several threads: the first one sets the collector up, and puts it back."""
 _WORKER_SET = False
+_ENDING = False
 
 
 @contextlib.contextmanager
@@ -35,9 +43,16 @@ def paused() -> Iterator[None]:
     try:
         yield
     finally:
-        if enabled:
+        if enabled and not _ENDING:
             with _LOCK:
                 gc.enable()
+
+
+def one_command_process() -> None:
+    """This process runs one command and ends: a collector paused for the command stays off (its
+    first collection would walk everything the command built: 20 ms after validate)."""
+    global _ENDING
+    _ENDING = True
 
 
 def before_exit() -> None:

@@ -191,24 +191,10 @@ def _rate(info: dict[str, Any]) -> str:
     return text
 
 
-def _caveat(row: TestRow) -> str:
-    """``1 check skipped, 1 inconclusive`` from the test's summary (empty when all was checked)."""
-    parts = []
-    skipped = len(row.info.get("skipped_checks") or {}) or len(
-        {a.name for r in row.runs for a in r.assertions if a.skipped}
-    )
-    if skipped:
-        parts.append(f"{skipped} check{'s' * (skipped != 1)} skipped")
-    unsure = len({a.name for r in row.runs for a in r.assertions if a.inconclusive})
-    if unsure:
-        parts.append(f"{unsure} inconclusive")
-    return ", ".join(parts)
-
-
 def _mark(row: TestRow) -> str:
     """The verdict's word, with what was left unchecked (``PASS, 1 check skipped``)."""
     mark = h(_MARK.get(row.verdict, row.verdict))
-    caveat = _caveat(row)
+    caveat = row.caveat
     return f'{mark}<span class="caveat">, {h(caveat)}</span>' if caveat else mark
 
 
@@ -250,7 +236,7 @@ def _test(run: RunDirectory, row: TestRow, n: int, max_audio_bytes: int) -> str:
         parts.append(f'<p class="note">{h(info["note"])}</p>')
     if info.get("quarantine"):
         parts.append(f'<p class="note">quarantined: {h(info["quarantine"])}</p>')
-    problem = row.verdict != "passed" or bool(_caveat(row))
+    problem = row.verdict != "passed" or bool(row.caveat)
     for r in row.runs:
         unchecked = any(a.skipped or a.inconclusive for a in r.assertions)
         open_ = problem and (r.outcome != "passed" or unchecked)

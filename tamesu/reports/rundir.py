@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +61,24 @@ class TestRow:
     """summary.json's entry: passed, repeats, pass_count, interval, pass_hat_k, stopped, note..."""
     runs: list[RunResult] = field(default_factory=list)
 
-    @property
+    @cached_property
+    def caveat(self) -> str:
+        """``1 check skipped, 1 inconclusive`` from the test's summary (empty when all was checked);
+        the page shows it in the summary table and in the test's section."""
+        parts = []
+        skipped = len(self.info.get("skipped_checks") or {}) or len(
+            {a.name for r in self.runs for a in r.assertions if a.skipped}
+        )
+        if skipped:
+            parts.append(f"{skipped} check{'s' * (skipped != 1)} skipped")
+        unsure = len({a.name for r in self.runs for a in r.assertions if a.inconclusive})
+        if unsure:
+            parts.append(f"{unsure} inconclusive")
+        return ", ".join(parts)
+
+    @cached_property
     def tags(self) -> list[str]:
+        """The runs' tags, in order, each once (read for the page's filters and each test's header)."""
         seen: dict[str, None] = {}
         for r in self.runs:
             seen.update(dict.fromkeys(r.tags))

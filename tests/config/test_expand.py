@@ -126,3 +126,16 @@ def test_expanded_id_format() -> None:
     assert expanded_id("a", "x") == "a [x]"
     assert expanded_id("a", None, "es") == "a (es)"
     assert expanded_id("a", "x", "es") == "a [x] (es)"
+
+
+def test_a_cases_file_read_again_gives_rows_of_its_own_and_follows_every_change(tmp_path: Path) -> None:
+    path = tmp_path / "cases.csv"
+    path.write_text("name,city\nfirst,Oslo\n")
+    rows = read_cases_file(path)
+    rows[0].vars["city"] = "changed by a caller"
+    assert [(r.name, r.vars) for r in read_cases_file(path)] == [("first", {"city": "Oslo"})]
+    path.write_text("name,city\nfirst,Rome\n")  # same size, same second
+    assert [(r.name, r.vars) for r in read_cases_file(path)] == [("first", {"city": "Rome"})]
+    copy = tmp_path / "other.csv"
+    copy.write_text("name,city\nfirst,Oslo\n")
+    assert [(r.name, r.vars) for r in read_cases_file(copy)] == [("first", {"city": "Oslo"})]

@@ -27,6 +27,21 @@ def test_while_suites_load_the_collector_is_off_and_then_as_it_was() -> None:
         gc.enable()
 
 
+def test_in_a_process_that_ends_after_its_command_the_paused_collector_stays_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tamesu import cycle_collector
+
+    monkeypatch.setattr(cycle_collector, "_ENDING", False)
+    cycle_collector.one_command_process()
+    try:
+        with paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_validate_leaves_the_collector_on_for_the_rest_of_the_process(tmp_path: Path) -> None:
     from tamesu.cli import main
 
