@@ -132,7 +132,7 @@ def build_load_report(
         "error_rate": outcomes["error"] / graded if graded else None,
         "faults": dict(faults),
         "agent_faults": dict(agent_faults),
-        "capacity": capacity_held(samples),
+        "capacity_refusals": capacity_held(samples),
         "latency": {name: _series_stats([v for s in finals for _, v in s.series(name)]) for name in SERIES},
         "windows": window_rows(samples, window, end=elapsed),
         "window_s": window,
@@ -212,8 +212,8 @@ def render_load_report(
     )
     if report["faults"]:
         say("  errors by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(report["faults"].items())))
-    if report.get("capacity"):
-        held = report["capacity"]
+    if report.get("capacity_refusals"):
+        held = report["capacity_refusals"]
         say(
             f"  the target refused {held['refusals']} call(s) for capacity, holding "
             f"{held['held']} other call(s) at the fewest"
