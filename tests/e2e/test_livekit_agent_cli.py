@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,10 +26,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "livekit_agent"
 
 
-async def tamesu(cwd: Path, *args: str, wait: float = 300) -> tuple[int, str]:
+async def tamesu(cwd: Path, *args: str, wait: float = 300, tmpdir: Path | None = None) -> tuple[int, str]:
+    """``tamesu ARGS`` in ``cwd``; the worker's files (log, pid) go to ``tmpdir`` (default ``cwd``),
+    which must be short: the worker's multiprocessing puts a Unix socket there (108 bytes at most)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tamesu", *args,
-        cwd=cwd, env={**os.environ, "NO_COLOR": "1", "TMPDIR": str(cwd)},
+        cwd=cwd, env={**os.environ, "NO_COLOR": "1", "TMPDIR": str(tmpdir or cwd)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await asyncio.wait_for(proc.communicate(), wait)
@@ -44,11 +47,18 @@ def example(tmp_path: Path) -> Path:
 
 async def test_tamesu_run_serves_livekit_starts_the_worker_and_grades_its_calls(tmp_path: Path) -> None:
     where = example(tmp_path)
-    code, out = await tamesu(where, "run", "suite.yaml", "--output", "runs", "--json", "out.json")
+    short = Path(tempfile.mkdtemp(prefix="lk-", dir="/tmp"))
+    try:
+        code, out = await tamesu(
+            where, "run", "suite.yaml", "--output", "runs", "--json", "out.json", tmpdir=short
+        )
+        log = (short / "livekit-returns-worker.log").read_text(errors="replace")
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
     assert code == 0, out
     results = json.loads((where / "out.json").read_text())
     assert [t["verdict"] for t in results["tests"]] == ["passed", "passed"], results["tests"]
-    assert "registered worker" in (where / "livekit-returns-worker.log").read_text(errors="replace")
+    assert "registered worker" in log
 
 
 async def test_a_suite_whose_worker_never_comes_is_an_infrastructure_error(tmp_path: Path) -> None:
