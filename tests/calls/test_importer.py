@@ -117,6 +117,12 @@ async def test_offsets_point_into_the_original_file_on_the_callers_channel(tmp_p
     assert abs(first["start"] - 2.0) < 0.15 and abs(first["end"] - 3.0) < 0.4
 
 
+def to_mu_law(source: Path, out: Path) -> None:
+    """``source`` as Twilio stores a dual-channel recording: 8 kHz mu-law WAV (written by ffmpeg)."""
+    cmd = ["ffmpeg", "-loglevel", "error", "-i", str(source), "-ar", "8000", "-acodec", "pcm_mulaw", str(out)]
+    subprocess.run(cmd, check=True)
+
+
 async def test_a_twilio_dual_channel_recording_in_mu_law_is_read(tmp_path: Path) -> None:
     if shutil.which("ffmpeg") is None:
         pytest.skip("needs ffmpeg (Debian: ffmpeg) to write the mu-law file")
@@ -124,19 +130,7 @@ async def test_a_twilio_dual_channel_recording_in_mu_law_is_read(tmp_path: Path)
     write_wav(tmp_path / "pcm.wav", [caller, agent])
     twilio = tmp_path / "in" / "RE0123.wav"
     twilio.parent.mkdir()
-    cmd = [
-        "ffmpeg",
-        "-loglevel",
-        "error",
-        "-i",
-        str(tmp_path / "pcm.wav"),
-        "-ar",
-        "8000",
-        "-acodec",
-        "pcm_mulaw",
-        str(twilio),
-    ]
-    subprocess.run(cmd, check=True)
+    to_mu_law(tmp_path / "pcm.wav", twilio)
     with pytest.raises(wave.Error):
         wave.open(str(twilio))  # the standard library cannot read it; PyAV does
     [call] = find_calls([twilio.parent])
@@ -294,19 +288,7 @@ def test_a_replay_offset_into_a_mu_law_recording_plays_at_the_calls_rate(tmp_pat
     caller, agent = conversation()
     write_wav(tmp_path / "pcm.wav", [agent, caller])
     twilio = tmp_path / "RE1.wav"
-    cmd = [
-        "ffmpeg",
-        "-loglevel",
-        "error",
-        "-i",
-        str(tmp_path / "pcm.wav"),
-        "-ar",
-        "8000",
-        "-acodec",
-        "pcm_mulaw",
-        str(twilio),
-    ]
-    subprocess.run(cmd, check=True)
+    to_mu_law(tmp_path / "pcm.wav", twilio)
     spoken = clip_utterance(AudioClip(path=str(twilio), channel=1, start=2.0, end=3.0), 16000, text="hi")
     assert spoken.rate == 16000 and len(spoken.samples) == pytest.approx(16000, abs=200)
     assert spoken.spans and spoken.spans[0][0] < 0.1  # the caller's speech, from the right channel
