@@ -37,7 +37,7 @@ from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
 from tamesu.simulator import UserSimulator, make_simulator
 from tamesu.speech_pool import MeteredSpeech
-from tamesu.targets.faults import AgentFaults
+from tamesu.wire.faults import AgentFaults
 from tamesu.templates import Scope, render_text
 from tamesu.untrusted import json_bytes
 

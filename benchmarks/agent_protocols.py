@@ -71,8 +71,8 @@ tests:
 def serve_grpc() -> None:
     import grpc
 
-    from tamesu.targets.grpc_stubs import agent_pb2 as pb
-    from tamesu.targets.grpc_stubs import agent_pb2_grpc
+    from tamesu.targets.grpc.grpc_stubs import agent_pb2 as pb
+    from tamesu.targets.grpc.grpc_stubs import agent_pb2_grpc
 
     class Echo(agent_pb2_grpc.AgentServicer):
         async def Converse(self, request_iterator: Any, context: Any) -> Any:
@@ -166,8 +166,8 @@ async def pool(conversations: int, concurrency: int, one: Callable[[int], Awaita
 async def bare_grpc(url: str, conversations: int, concurrency: int) -> dict[str, float]:
     import grpc
 
-    from tamesu.targets.grpc_stubs import agent_pb2 as pb
-    from tamesu.targets.grpc_stubs import agent_pb2_grpc
+    from tamesu.targets.grpc.grpc_stubs import agent_pb2 as pb
+    from tamesu.targets.grpc.grpc_stubs import agent_pb2_grpc
 
     channel = grpc.aio.insecure_channel(url.removeprefix("grpc://"))
     stub = agent_pb2_grpc.AgentStub(channel)

@@ -117,7 +117,7 @@ class Runs:
         from tamesu.limits import DEFAULT_LIMITS
         from tamesu.secrets import Redactor
         from tamesu.targets.base import TargetContext
-        from tamesu.targets.browser import BrowserTarget
+        from tamesu.targets.browser.adapter import BrowserTarget
         from tamesu.templates import Scope
 
         self.made += 1
@@ -143,7 +143,7 @@ class Runs:
 
     async def bare(self) -> None:
         """The same page in a plain Playwright context: what Chromium costs without tamesu."""
-        from tamesu.targets.browser_session import shared_browser
+        from tamesu.targets.browser.browser_session import shared_browser
 
         context = await (await shared_browser()).new_context()
         try:
@@ -168,7 +168,7 @@ class Runs:
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from tamesu.targets.browser_session import close_shared_browsers, shared_browser
+    from tamesu.targets.browser.browser_session import close_shared_browsers, shared_browser
     from tamesu.testing.web_shop import serve_web_shop
 
     async with serve_web_shop() as url:

@@ -230,7 +230,7 @@ async def target_load(n: int, seconds: float, delay: float, tts: str | None) -> 
     from tamesu.kernel.messages import AgentTurn, UserTurn
     from tamesu.secrets import Redactor
     from tamesu.targets.base import TargetContext
-    from tamesu.targets.sip import SipAdapter
+    from tamesu.targets.sip.adapter import SipAdapter
     from tamesu.templates import Scope
     from tamesu.voice import FramePump
     from tamesu.voice.speech import render_speech

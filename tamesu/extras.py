@@ -32,7 +32,7 @@ __all__ = [
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 AXE_MODULE = "axe_playwright_python"
 """The package (of the browser extra) whose ``axe.min.js`` a11y steps run; its checksum is pinned in
-``tamesu.targets.browser_a11y``. Only the file is read: nothing of the package is imported."""
+``tamesu.targets.browser.browser_a11y``. Only the file is read: nothing of the package is imported."""
 
 
 @dataclass(frozen=True)

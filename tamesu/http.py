@@ -2,7 +2,7 @@
 
 httpx gives every adapter one readable API (and in-memory transports for tests); aiohttp underneath
 keeps the hot path fast when a load test holds hundreds of conversations open at once. The client
-never retries by itself: reaching the agent is retried by ``tamesu.targets.connect`` as the suite's
+never retries by itself: reaching the agent is retried by ``tamesu.wire.connect`` as the suite's
 ``connect:`` says, so every attempt is visible and counted.
 
 A plain request whose whole answer is read at once (a JSON turn) may skip httpx and aiohttp:

@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator, Iterator
 import grpc
 from google.protobuf import struct_pb2
 
-from tamesu.targets.grpc_stubs import agent_pb2 as pb
-from tamesu.targets.grpc_stubs import agent_pb2_grpc
+from tamesu.targets.grpc.grpc_stubs import agent_pb2 as pb
+from tamesu.targets.grpc.grpc_stubs import agent_pb2_grpc
 
 RETURN_DAYS = 30
 STATUSES = ("processing", "shipped", "out for delivery", "delivered")

@@ -110,41 +110,41 @@ if TYPE_CHECKING:
         TargetConfig,
         parse_target,
     )
-    from tamesu.config.targets.a2a import (
+    from tamesu.targets.a2a.settings import (
         A2ATarget,
         Push,
     )
-    from tamesu.config.targets.base import (
+    from tamesu.config.target_base import (
         ConnectConfig,
         HandoffSignal,
     )
-    from tamesu.config.targets.browser import (
+    from tamesu.targets.browser.settings import (
         BrowserAuth,
         BrowserMock,
         BrowserOptions,
         BrowserTarget,
     )
-    from tamesu.config.targets.grpc import (
+    from tamesu.targets.grpc.settings import (
         GrpcTarget,
     )
-    from tamesu.config.targets.livekit import (
+    from tamesu.targets.livekit.settings import (
         Dispatch,
         LivekitTarget,
     )
-    from tamesu.config.targets.mcp import (
+    from tamesu.targets.mcp.settings import (
         McpTarget,
     )
-    from tamesu.config.targets.model import (
+    from tamesu.targets.model.settings import (
         ModelTarget,
         ToolDef,
     )
-    from tamesu.config.targets.pipecat import (
+    from tamesu.targets.pipecat.settings import (
         PipecatTarget,
     )
-    from tamesu.config.targets.realtime import (
+    from tamesu.targets.realtime.settings import (
         RealtimeTarget,
     )
-    from tamesu.config.targets.rest import (
+    from tamesu.targets.rest.settings import (
         HandshakeStep,
         RESTListen,
         RESTPoll,
@@ -152,14 +152,14 @@ if TYPE_CHECKING:
         RESTResponse,
         RestTarget,
     )
-    from tamesu.config.targets.sip import (
+    from tamesu.targets.sip.settings import (
         SipTarget,
         Trigger,
     )
-    from tamesu.config.targets.twilio import (
+    from tamesu.targets.twilio.settings import (
         TwilioTarget,
     )
-    from tamesu.config.targets.voice import (
+    from tamesu.targets.voice.settings import (
         VoiceAudio,
         VoiceMessages,
         VoiceTarget,
@@ -237,34 +237,34 @@ _LAZY: dict[str, str] = {
     "Target": "tamesu.config.target",
     "TargetConfig": "tamesu.config.target",
     "parse_target": "tamesu.config.target",
-    "ConnectConfig": "tamesu.config.targets.base",
-    "HandoffSignal": "tamesu.config.targets.base",
-    "HandshakeStep": "tamesu.config.targets.rest",
-    "RESTListen": "tamesu.config.targets.rest",
-    "RESTPoll": "tamesu.config.targets.rest",
-    "RESTRequest": "tamesu.config.targets.rest",
-    "RESTResponse": "tamesu.config.targets.rest",
-    "RestTarget": "tamesu.config.targets.rest",
-    "ModelTarget": "tamesu.config.targets.model",
-    "ToolDef": "tamesu.config.targets.model",
-    "RealtimeTarget": "tamesu.config.targets.realtime",
-    "PipecatTarget": "tamesu.config.targets.pipecat",
-    "VoiceAudio": "tamesu.config.targets.voice",
-    "VoiceMessages": "tamesu.config.targets.voice",
-    "VoiceTarget": "tamesu.config.targets.voice",
-    "TwilioTarget": "tamesu.config.targets.twilio",
-    "Dispatch": "tamesu.config.targets.livekit",
-    "LivekitTarget": "tamesu.config.targets.livekit",
-    "SipTarget": "tamesu.config.targets.sip",
-    "Trigger": "tamesu.config.targets.sip",
-    "McpTarget": "tamesu.config.targets.mcp",
-    "A2ATarget": "tamesu.config.targets.a2a",
-    "Push": "tamesu.config.targets.a2a",
-    "GrpcTarget": "tamesu.config.targets.grpc",
-    "BrowserAuth": "tamesu.config.targets.browser",
-    "BrowserMock": "tamesu.config.targets.browser",
-    "BrowserOptions": "tamesu.config.targets.browser",
-    "BrowserTarget": "tamesu.config.targets.browser",
+    "ConnectConfig": "tamesu.config.target_base",
+    "HandoffSignal": "tamesu.config.target_base",
+    "HandshakeStep": "tamesu.targets.rest.settings",
+    "RESTListen": "tamesu.targets.rest.settings",
+    "RESTPoll": "tamesu.targets.rest.settings",
+    "RESTRequest": "tamesu.targets.rest.settings",
+    "RESTResponse": "tamesu.targets.rest.settings",
+    "RestTarget": "tamesu.targets.rest.settings",
+    "ModelTarget": "tamesu.targets.model.settings",
+    "ToolDef": "tamesu.targets.model.settings",
+    "RealtimeTarget": "tamesu.targets.realtime.settings",
+    "PipecatTarget": "tamesu.targets.pipecat.settings",
+    "VoiceAudio": "tamesu.targets.voice.settings",
+    "VoiceMessages": "tamesu.targets.voice.settings",
+    "VoiceTarget": "tamesu.targets.voice.settings",
+    "TwilioTarget": "tamesu.targets.twilio.settings",
+    "Dispatch": "tamesu.targets.livekit.settings",
+    "LivekitTarget": "tamesu.targets.livekit.settings",
+    "SipTarget": "tamesu.targets.sip.settings",
+    "Trigger": "tamesu.targets.sip.settings",
+    "McpTarget": "tamesu.targets.mcp.settings",
+    "A2ATarget": "tamesu.targets.a2a.settings",
+    "Push": "tamesu.targets.a2a.settings",
+    "GrpcTarget": "tamesu.targets.grpc.settings",
+    "BrowserAuth": "tamesu.targets.browser.settings",
+    "BrowserMock": "tamesu.targets.browser.settings",
+    "BrowserOptions": "tamesu.targets.browser.settings",
+    "BrowserTarget": "tamesu.targets.browser.settings",
 }
 """Public name -> the module that defines it."""
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_
 from pydantic import Field, TypeAdapter
 
 from tamesu.config.kinds import target_kinds
-from tamesu.config.targets.base import TargetConfig
+from tamesu.config.target_base import TargetConfig
 
 __all__ = ["Target", "TargetConfig", "parse_target", "target_union"]
 

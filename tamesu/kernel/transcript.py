@@ -112,7 +112,7 @@ class Transcript(msgspec.Struct, kw_only=True, gc=False):
     events: list[TranscriptEvent] = msgspec.field(default_factory=list)
     agent_faults: dict[str, int] = msgspec.field(default_factory=dict)
     """Every fault the agent produced in the run, retried or not, by kind (http_5xx, refused,
-    timeout, dropped, ...; see ``tamesu.targets.faults``)."""
+    timeout, dropped, ...; see ``tamesu.wire.faults``)."""
 
     def agent_turns(self) -> list[Turn]:
         return [t for t in self.turns if t.role == "agent"]

@@ -18,7 +18,7 @@ import msgspec
 
 from tamesu.costs import result_cost
 from tamesu.metrics import percentile
-from tamesu.targets.faults import agent_fault
+from tamesu.wire.faults import agent_fault
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult

@@ -20,7 +20,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Part, Task, TaskState, TaskStatus
 
-from tamesu.targets.a2a_parts import data_part, message_data, message_text
+from tamesu.targets.a2a.a2a_parts import data_part, message_data, message_text
 
 if TYPE_CHECKING:
     from a2a.client import Client, ClientCallContext
@@ -128,7 +128,7 @@ class ForwardingAgent(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         from a2a.types.a2a_pb2 import Message, SendMessageRequest
 
-        from tamesu.targets.a2a_parts import Answer
+        from tamesu.targets.a2a.a2a_parts import Answer
 
         assert context.message is not None
         ours_context, ours_task = context.context_id or "", context.task_id or ""

@@ -46,7 +46,7 @@ class Recording:
         self, agent: str, direction: Direction, msg: Message, *, state: str | None = None, task: str = ""
     ) -> None:
         """Record an A2A message (what the agent under test sent, or a reply relayed from a real agent)."""
-        from tamesu.targets.a2a_parts import message_data, message_files, message_text
+        from tamesu.targets.a2a.a2a_parts import message_data, message_files, message_text
 
         self.add(
             agent,

@@ -59,7 +59,7 @@ class RemoteAgents:
         """Serve ``agents`` for one run (recording into its ``transcript``), or with a ``recording``
         of the caller's (a suite's agents, which give each message to its run)."""
         from tamesu.remote_agents.record import Recording
-        from tamesu.targets.a2a_connect import require_sdk
+        from tamesu.targets.a2a.a2a_connect import require_sdk
 
         require_sdk()
         served = cls()
@@ -160,7 +160,7 @@ class RemoteAgents:
         import httpx as _httpx
         from a2a.client import ClientCallContext, ClientConfig, ClientFactory, minimal_agent_card
 
-        from tamesu.targets.a2a_connect import BoundedTransport
+        from tamesu.targets.a2a.a2a_connect import BoundedTransport
         from tamesu.templates import render_text, render_url
 
         forward = render_url(config.forward, scope)

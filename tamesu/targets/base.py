@@ -22,7 +22,7 @@ from tamesu.config.kinds import Audio, TargetKind, TargetKinds, target_kinds
 from tamesu.errors import TargetError
 from tamesu.http import RunCookies
 from tamesu.limits import DEFAULT_LIMITS, Limits
-from tamesu.targets.faults import AgentFaults
+from tamesu.wire.faults import AgentFaults
 
 if TYPE_CHECKING:
     import httpx

@@ -16,7 +16,7 @@ from tamesu.jsonpath import find, first, truthy
 from tamesu.kernel.messages import Handoff, ToolCall
 
 if TYPE_CHECKING:
-    from tamesu.config.targets.base import HandoffSignal
+    from tamesu.config.target_base import HandoffSignal
     from tamesu.kernel.transcript import ToolCallRecord
 
 __all__ = ["detect_handoff"]

@@ -36,7 +36,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Part, Task, TaskState, TaskStatus
 
-from tamesu.targets.a2a_parts import data_part, message_data, message_files, message_text
+from tamesu.targets.a2a.a2a_parts import data_part, message_data, message_files, message_text
 
 __all__ = ["A2AAgent", "serve_a2a_agent"]
 
@@ -115,7 +115,7 @@ async def _delegate(url: str, words: str, context_id: str = "") -> str:
     from a2a.client import A2ACardResolver, ClientConfig, create_client
     from a2a.types.a2a_pb2 import Role, SendMessageRequest
 
-    from tamesu.targets.a2a_parts import Answer
+    from tamesu.targets.a2a.a2a_parts import Answer
 
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, url).get_agent_card()

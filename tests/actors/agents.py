@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from tamesu.assertions.base import AssertionContext
 from tamesu.config.assertion import Assertion
 from tamesu.config.suite import Capture, Scenario, Test
-from tamesu.config.targets.base import TalkingTarget
+from tamesu.config.target_base import TalkingTarget
 from tamesu.errors import TargetError
 from tamesu.kernel.messages import (
     AgentPartial,
@@ -180,7 +180,7 @@ def make_spec(
 ) -> RunSpec:
     """A RunSpec of one test against a test adapter; ``checks`` are (report name, assertion)."""
     from tamesu.config.common import RESTSession
-    from tamesu.config.targets.base import HandoffSignal
+    from tamesu.config.target_base import HandoffSignal
 
     config = TalkingTarget.model_construct(
         type=type,

@@ -12,7 +12,7 @@ from tamesu.actors.placement import make_placement
 from tamesu.actors.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
 from tamesu.config.suite import Counterpart, Scenario
-from tamesu.config.targets.base import TalkingTarget
+from tamesu.config.target_base import TalkingTarget
 from tamesu.kernel.events import CaptureSkipped, IncompleteTurn
 from tamesu.kernel.outcome import GraphOutcome
 

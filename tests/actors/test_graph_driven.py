@@ -11,7 +11,7 @@ import pytest
 
 from tamesu.actors.graph import run_graph
 from tamesu.actors.services import RunServices
-from tamesu.config.targets.base import TalkingTarget
+from tamesu.config.target_base import TalkingTarget
 from tamesu.kernel.messages import Message, UserTurn
 from tamesu.targets.base import target
 

@@ -25,7 +25,7 @@ from typing import Literal
 from tamesu.kernel.messages import AgentTurn
 from tamesu.assertions import assertion
 from tamesu.config.common import ConfigModel, F
-from tamesu.config.targets.base import SAY, TalkingTarget
+from tamesu.config.target_base import SAY, TalkingTarget
 from tamesu.targets import TargetAdapter, target
 
 

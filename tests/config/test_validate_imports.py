@@ -77,6 +77,6 @@ def test_validate_of_a_judge_suite_imports_the_contract_and_nothing_that_runs(tm
     assert code == 0, out.stdout
     imported = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NEVER)]
     assert imported == []
-    assert {"tamesu.config.suite", "tamesu.config.targets.rest", "tamesu.config.assertions.graded"} <= set(
+    assert {"tamesu.config.suite", "tamesu.targets.rest.settings", "tamesu.config.assertions.graded"} <= set(
         modules
     )

@@ -185,7 +185,7 @@ def test_drift_compares_the_last_window_with_the_first() -> None:
 
 
 def test_agent_faults_count_retried_attempts_and_the_ending_error_once() -> None:
-    from tamesu.targets.faults import AgentFaults
+    from tamesu.wire.faults import AgentFaults
 
     faults = AgentFaults()
     faults.note_message("agent answered 503")

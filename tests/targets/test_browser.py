@@ -21,9 +21,9 @@ from tamesu.errors import TargetError
 from tamesu.extras import chromium_path
 from tamesu.kernel.events import BrowserAction, BrowserBlocked, BrowserMocked, BrowserRecording, BrowserStep
 from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
-from tamesu.targets import browser_steps
-from tamesu.targets.browser import BrowserAdapter
-from tamesu.targets.browser_session import close_shared_browsers
+from tamesu.targets.browser.adapter import browser_steps
+from tamesu.targets.browser.adapter import BrowserAdapter
+from tamesu.targets.browser.browser_session import close_shared_browsers
 from tamesu.testing.web_shop import WebShop, serve_web_shop
 
 from .conftest import Harness, Serve, load_demo_agent
@@ -611,7 +611,7 @@ async def test_runs_share_one_chromium_and_nothing_else(
 ) -> None:
     import asyncio
 
-    from tamesu.targets.browser_session import shared_browser
+    from tamesu.targets.browser.browser_session import shared_browser
 
     launched = await asyncio.gather(shared_browser(), shared_browser())
     assert launched[0] is launched[1]

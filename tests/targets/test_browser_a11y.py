@@ -11,7 +11,7 @@ from aiohttp import web
 from tamesu import extras
 from tamesu.errors import TargetError
 from tamesu.extras import axe_missing
-from tamesu.targets.browser_session import close_shared_browsers
+from tamesu.targets.browser.browser_session import close_shared_browsers
 
 from .conftest import Harness, Serve
 from .test_browser import Page, steps_of

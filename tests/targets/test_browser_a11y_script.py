@@ -10,7 +10,7 @@ import pytest
 
 from tamesu import extras
 from tamesu.errors import TargetError
-from tamesu.targets.browser_a11y import AXE_SHA512, AXE_VERSION, A11y, a11y_spec, axe_script, describe
+from tamesu.targets.browser.browser_a11y import AXE_SHA512, AXE_VERSION, A11y, a11y_spec, axe_script, describe
 
 pytestmark = pytest.mark.unit
 

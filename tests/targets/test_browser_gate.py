@@ -16,7 +16,7 @@ from aiohttp import web
 
 from tamesu.errors import TargetError
 from tamesu.kernel.events import BrowserBlocked, BrowserDownload, BrowserPopup
-from tamesu.targets.browser_session import close_shared_browsers
+from tamesu.targets.browser.browser_session import close_shared_browsers
 
 from .conftest import Harness
 from .test_browser import Page, events_of, steps_of

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.targets.browser import run_folder
+from tamesu.targets.browser.adapter import run_folder
 
 pytestmark = pytest.mark.unit
 

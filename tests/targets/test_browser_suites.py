@@ -16,7 +16,7 @@ pytest.importorskip("playwright.async_api", reason="pip install 'tamesu[browser]
 from tamesu.extras import chromium_path
 from tamesu.kernel.events import BrowserMocked, BrowserRecording
 from tamesu.runner.api import run_async
-from tamesu.targets.browser_session import shared_browser
+from tamesu.targets.browser.browser_session import shared_browser
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 from tamesu.testing.web_shop import WebShop
 

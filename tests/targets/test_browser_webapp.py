@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("datasette", reason="pip install datasette (a dev dependency)")
 
-from tamesu.targets import browser_steps
-from tamesu.targets.browser_session import close_shared_browsers
+from tamesu.targets.browser.adapter import browser_steps
+from tamesu.targets.browser.browser_session import close_shared_browsers
 
 from .conftest import Harness
 from .test_browser import Page, events_of, scripted_router, steps_of

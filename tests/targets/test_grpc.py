@@ -21,8 +21,8 @@ from tamesu.kernel.messages import AgentPartial, Handoff, RawResponse, ToolCall,
 from tamesu.limits import LimitExceeded, Limits
 from tamesu.runner.api import run_async
 from tamesu.targets.base import targets
-from tamesu.targets.grpc_stubs import agent_pb2 as pb
-from tamesu.targets.grpc_stubs import agent_pb2_grpc
+from tamesu.targets.grpc.grpc_stubs import agent_pb2 as pb
+from tamesu.targets.grpc.grpc_stubs import agent_pb2_grpc
 
 pytestmark = pytest.mark.integration
 
@@ -251,7 +251,7 @@ async def test_a_url_that_is_not_grpc_is_a_config_error(harness: Any) -> None:
 async def test_the_reference_agent_with_reflection_talks_as_usual(harness: Any, reference: Any) -> None:
     pytest.importorskip("grpc_reflection")
     url = await reference("--reflection")
-    from tamesu.targets.grpc import SERVICE, list_services
+    from tamesu.targets.grpc.adapter import SERVICE, list_services
 
     t = await grpc_target(harness, url)
     assert "ORD-3" in (await harness.say(t, "ORD-3?"))[-1].text
@@ -354,7 +354,7 @@ def test_tls_parameters_need_a_grpcs_url_and_a_cert_needs_its_key() -> None:
 
 def test_the_checked_in_stubs_are_what_the_proto_compiles_to() -> None:
     pytest.importorskip("grpc_tools")
-    from tamesu.targets.grpc_stubs.generate import HERE, stubs
+    from tamesu.targets.grpc.grpc_stubs.generate import HERE, stubs
 
     def unstamped(text: str) -> str:
         """The stub without the grpcio-tools version it stamps (a fresh install may have a newer patch)."""
@@ -362,7 +362,7 @@ def test_the_checked_in_stubs_are_what_the_proto_compiles_to() -> None:
 
     for name, text in stubs().items():
         assert unstamped((HERE / name).read_text()) == unstamped(text), (
-            f"{name} is stale: python -m tamesu.targets.grpc_stubs.generate"
+            f"{name} is stale: python -m tamesu.targets.grpc.grpc_stubs.generate"
         )
 
 

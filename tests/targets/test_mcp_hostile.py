@@ -14,8 +14,8 @@ import pytest
 
 from tamesu.errors import TargetError
 from tamesu.limits import LimitExceeded
-from tamesu.targets import mcp as mcp_target
-from tamesu.targets.mcp_wire import STDERR_KEPT
+from tamesu.targets.mcp.adapter import adapter as mcp as mcp_target
+from tamesu.targets.mcp.mcp_wire import STDERR_KEPT
 from tamesu.testing.model_server import Reply
 
 from .test_mcp import Rig, model, rig

@@ -20,7 +20,7 @@ import pytest
 from tamesu.errors import TargetError
 from tamesu.kernel.events import VoiceTurn
 from tamesu.kernel.messages import AgentPartial, Event, RawResponse, ToolCall, ToolResult
-from tamesu.targets.pipecat_wire import (
+from tamesu.targets.pipecat.pipecat_wire import (
     WireFrame,
     audio_frame,
     decode_frame,
@@ -355,7 +355,7 @@ async def test_text_mode_with_a_client_side_function_and_the_bot_ending_the_call
 @pytest.mark.integration
 async def test_fuzz_tools_change_what_the_bots_llm_gets_back(harness) -> None:
     from tamesu.config.target import parse_target
-    from tamesu.targets.pipecat import PipecatAdapter
+    from tamesu.targets.pipecat.adapter import PipecatAdapter
     from tamesu.testing.model_server import Reply
 
     async with running_bot("text") as (url, llm):

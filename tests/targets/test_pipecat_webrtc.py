@@ -245,6 +245,6 @@ def test_the_transport_key_takes_websocket_or_webrtc() -> None:
 @pytest.mark.unit
 def test_without_aiortc_the_webrtc_transport_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "aiortc", None)
-    monkeypatch.delitem(sys.modules, "tamesu.targets.pipecat_webrtc", raising=False)
+    monkeypatch.delitem(sys.modules, "tamesu.targets.pipecat.pipecat_webrtc", raising=False)
     with pytest.raises(MissingExtraError, match=r"tamesu\[webrtc\]"):
-        importlib.import_module("tamesu.targets.pipecat_webrtc")
+        importlib.import_module("tamesu.targets.pipecat.pipecat_webrtc")

@@ -21,8 +21,8 @@ from tamesu.errors import TargetError
 from tamesu.kernel.events import VoiceTurn
 from tamesu.kernel.messages import AgentPartial, Event, RawResponse, ToolCall, ToolResult
 from tamesu.secrets import REDACTED
-from tamesu.targets.realtime import model_url
-from tamesu.targets.realtime_events import Dialect, canonical, deep_merge
+from tamesu.targets.realtime.adapter import model_url
+from tamesu.targets.realtime.realtime_events import Dialect, canonical, deep_merge
 from tamesu.testing.realtime_server import check_event, load_recording, rejection, serve_realtime_server
 from tamesu.voice.voice_metrics import wer
 
@@ -41,7 +41,7 @@ async def audio_target(
 ) -> Any:
     """A started audio-mode realtime target whose turns end after ``idle`` of quiet (default 2s)."""
     from tamesu.config.target import parse_target
-    from tamesu.targets.realtime import RealtimeAdapter
+    from tamesu.targets.realtime.adapter import RealtimeAdapter
 
     cfg = parse_target({"type": "realtime", "mode": "audio", **config}).model_copy(update={"idle": idle})
     t = RealtimeAdapter(cfg, harness.context(turn_timeout=turn_timeout))
@@ -271,7 +271,7 @@ async def test_beta_tool_calls_are_named_from_their_output_item(harness) -> None
 @pytest.mark.integration
 async def test_fuzz_tools_replace_the_configured_result(harness) -> None:
     from tamesu.config.target import parse_target
-    from tamesu.targets.realtime import RealtimeAdapter
+    from tamesu.targets.realtime.adapter import RealtimeAdapter
 
     async with serve_realtime_server(recording("ga_text_tools.jsonl")) as server:
         ctx = harness.context()
@@ -589,8 +589,8 @@ async def test_a_call_without_a_configured_result_gets_an_error_it_can_read(harn
 def test_the_tests_mode_overrides_the_targets(harness) -> None:
     from tamesu.config.suite import Test
     from tamesu.config.target import parse_target
-    from tamesu.targets.pipecat import PipecatAdapter
-    from tamesu.targets.realtime import RealtimeAdapter
+    from tamesu.targets.pipecat.adapter import PipecatAdapter
+    from tamesu.targets.realtime.adapter import RealtimeAdapter
 
     ctx = harness.context()
     ctx.test = Test.model_validate({"name": "t", "target": "api", "mode": "audio"})

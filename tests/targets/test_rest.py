@@ -259,7 +259,7 @@ def test_retry_after_is_read_as_seconds_or_an_http_date() -> None:
     import time
     from email.utils import formatdate
 
-    from tamesu.targets.connect import retry_after_seconds
+    from tamesu.wire.connect import retry_after_seconds
 
     assert retry_after_seconds("7") == 7.0
     assert retry_after_seconds("86400") == 600.0, "bounded"

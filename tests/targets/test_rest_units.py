@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tamesu.config.targets.base import ConnectConfig, HandoffSignal
+from tamesu.config.target_base import ConnectConfig, HandoffSignal
 from tamesu.kernel.messages import Handoff, ToolCall
-from tamesu.targets.connect import ConnectPolicy
+from tamesu.wire.connect import ConnectPolicy
 from tamesu.targets.handoff import detect_handoff
-from tamesu.targets.rest_listen import PathFilter
-from tamesu.targets.rest_read import Reader, parse_tool_calls
-from tamesu.targets.rest_stream import SSEParser
-from tamesu.targets.rest_ws import sio_decode, sio_encode, ws_url
+from tamesu.targets.rest.rest_listen import PathFilter
+from tamesu.targets.rest.rest_read import Reader, parse_tool_calls
+from tamesu.targets.rest.rest_stream import SSEParser
+from tamesu.targets.rest.rest_ws import sio_decode, sio_encode, ws_url
 
 pytestmark = pytest.mark.unit
 

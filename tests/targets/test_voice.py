@@ -8,7 +8,7 @@ import pytest
 
 from tamesu.errors import TargetError
 from tamesu.kernel.messages import AgentTurn, RawResponse, ToolCall, UserTurn
-from tamesu.targets.voice import frame_template
+from tamesu.targets.voice.adapter import frame_template
 from tamesu.templates import Scope
 
 from ..voice.peers import AgentScript, Calls, calls, collect

@@ -151,8 +151,8 @@ import json
 from importlib import resources
 import tamesu.schema
 from tamesu.redteam.registry import playbook_names
-from tamesu.targets.browser_a11y import axe_script
-from tamesu.targets.grpc_stubs import agent_pb2
+from tamesu.targets.browser.browser_a11y import axe_script
+from tamesu.targets.grpc.grpc_stubs import agent_pb2
 report = resources.files("tamesu").joinpath("data", "report")
 print(json.dumps({
     "report": sorted(p.name for p in report.iterdir()),
