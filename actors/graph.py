@@ -37,9 +37,9 @@ from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
 from tamesu.simulator import UserSimulator, make_simulator
 from tamesu.speech_pool import MeteredSpeech
-from tamesu.wire.faults import AgentFaults
 from tamesu.templates import Scope, render_text
 from tamesu.untrusted import json_bytes
+from tamesu.wire.faults import AgentFaults
 
 from .base import Actor, drive, error_message, roundtrip
 from .recorder import Recorder

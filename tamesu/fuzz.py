@@ -28,20 +28,21 @@ import json
 import random
 import string
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tamesu.durations import parse_duration
 from tamesu.errors import TemplateError
 
 if TYPE_CHECKING:
+    from tamesu.clock import Clock
     from tamesu.config.suite import Fuzz
-    from tamesu.targets.base import TargetContext
     from tamesu.templates import Scope
 
 __all__ = [
     "DEFAULT_DELAY",
     "HOSTILE_PAYLOADS",
     "HUGE_BYTES",
+    "FuzzContext",
     "ToolFuzzer",
     "apply_fuzz",
     "as_fuzz",
@@ -232,6 +233,22 @@ def result_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+class FuzzContext(Protocol):
+    """What ``ToolFuzzer.for_context`` reads of a run's target context (``tamesu.targets.TargetContext``
+    is one): the fuzz specs, the test, the seed, the run id and the clock."""
+
+    @property
+    def fuzz(self) -> Mapping[str, Any]: ...
+    @property
+    def test(self) -> object: ...
+    @property
+    def seed(self) -> int | None: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def clock(self) -> Clock: ...
+
+
 class ToolFuzzer:
     """The fuzz_tools of one run: which tools are fuzzed, with an rng per tool seeded from the run."""
 
@@ -250,7 +267,7 @@ class ToolFuzzer:
         self._rngs: dict[str, random.Random] = {}
 
     @classmethod
-    def for_context(cls, ctx: TargetContext) -> ToolFuzzer:
+    def for_context(cls, ctx: FuzzContext) -> ToolFuzzer:
         """From ``ctx.fuzz`` (else the test's ``fuzz_tools``), the run's seed and clock."""
         fuzz = ctx.fuzz or getattr(ctx.test, "fuzz_tools", None) or {}
         return cls(fuzz, seed=ctx.seed, key=ctx.run_id, sleep=ctx.clock.sleep)

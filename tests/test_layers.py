@@ -124,7 +124,15 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
 to the floor of the longest prefix that names it."""
 
 
+def is_wing_settings(module: str) -> bool:
+    """A target wing's config model (``tamesu.targets.<wing>.settings``): part of the contract."""
+    parts = module.split(".")
+    return len(parts) == 4 and parts[:2] == ["tamesu", "targets"] and parts[3] == "settings"
+
+
 def floor_of(module: str) -> int:
+    if is_wing_settings(module):
+        return 1
     best = (-1, -1)
     for number, (_, prefixes) in enumerate(FLOORS):
         for prefix in prefixes:
@@ -167,8 +175,13 @@ RULES: dict[str, tuple[Callable[[str], bool], Callable[[str], bool]]] = {
         _under("tamesu.targets", "tamesu.voice"),
     ),
     "the contract names no target adapter, engine or model provider": (
-        _under("tamesu.config", "tamesu.playbooks"),
-        _under("tamesu.audio", "tamesu.models", "tamesu.targets", "tamesu.redteam"),
+        lambda name: _under("tamesu.config", "tamesu.playbooks")(name) or is_wing_settings(name),
+        lambda name: _under("tamesu.audio", "tamesu.models", "tamesu.targets", "tamesu.redteam")(name)
+        and not is_wing_settings(name),
+    ),
+    "a wing's settings import only the contract and below": (
+        is_wing_settings,
+        lambda name: name in MODULES and floor_of(name) > 1,
     ),
     "assertions read transcripts, not protocols": (
         _under("tamesu.assertions"),

@@ -110,13 +110,13 @@ if TYPE_CHECKING:
         TargetConfig,
         parse_target,
     )
-    from tamesu.targets.a2a.settings import (
-        A2ATarget,
-        Push,
-    )
     from tamesu.config.target_base import (
         ConnectConfig,
         HandoffSignal,
+    )
+    from tamesu.targets.a2a.settings import (
+        A2ATarget,
+        Push,
     )
     from tamesu.targets.browser.settings import (
         BrowserAuth,

@@ -7,8 +7,9 @@ all read from here, so a plugin is validated, documented and run the way a built
 
 Filling a registry imports config models only: adapters and evaluators are named as
 ``"module:attr"`` and imported the first time a run needs them, so ``tamesu validate`` never loads
-an adapter, the model router or speech code. The built-ins are every module of the packages
-``tamesu.config.targets`` and ``tamesu.config.assertions``; plugins are the modules named by the
+an adapter, the model router or speech code. The built-ins are the ``settings`` module of every wing
+of ``tamesu.targets`` (``tamesu.targets.rest.settings``, ...) and every module of
+``tamesu.config.assertions``; plugins are the modules named by the
 entry point groups ``tamesu.targets`` and ``tamesu.assertions``, imported when a registry is
 first read (a plugin module registers its kinds with the same decorators).
 """
@@ -153,11 +154,18 @@ class Kinds(Generic[K]):
             self._loaded = True
             import pkgutil
 
-            package = importlib.import_module(self.package)
-            for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-                importlib.import_module(f"{self.package}.{info.name}")
+            for name in self._builtin_modules(pkgutil):
+                importlib.import_module(name)
             self._builtins = frozenset(self._items)
             _load_plugins(ENTRY_POINT_GROUPS[self.kind])
+
+    def _builtin_modules(self, pkgutil: Any) -> list[str]:
+        """The modules that register the built-ins: every module of ``package``."""
+        package = importlib.import_module(self.package)
+        return [
+            f"{self.package}.{m.name}"
+            for m in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+        ]
 
 
 def _origin(entry: Any) -> Any:
@@ -191,6 +199,17 @@ def _load_plugins(group: str) -> None:
 
 class TargetKinds(Kinds[TargetKind]):
     """The target types, with what the rest of tamesu asks of them."""
+
+    def _builtin_modules(self, pkgutil: Any) -> list[str]:
+        """The ``settings`` module of every wing of ``package`` (``tamesu.targets.<wing>.settings``):
+        found on disk, so neither an adapter nor a wing's other modules are imported."""
+        package = importlib.import_module(self.package)
+        wings = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg)
+        return [
+            f"{self.package}.{w}.settings"
+            for w in wings
+            if any(m.name == "settings" for m in pkgutil.iter_modules([f"{package.__path__[0]}/{w}"]))
+        ]
 
     def adapter(self, name: str) -> Any:
         """The adapter class of ``name`` (imported on first use); KeyError when it has none."""
@@ -230,7 +249,7 @@ class AssertionKinds(Kinds[AssertionKind]):
         return [e.name for e in self.entries() if e.evaluator is None and not e.expands]
 
 
-target_kinds = TargetKinds("target type", "tamesu.config.targets")
+target_kinds = TargetKinds("target type", "tamesu.targets")
 assertion_kinds = AssertionKinds("assertion kind", "tamesu.config.assertions")
 
 

@@ -1,6 +1,6 @@
 """The suite's targets: the discriminated union, on ``type``, of every registered target type's config.
 
-Each target type is its own config model (``tamesu.config.targets``), registered with the target
+Each target type is its own config model (its wing's ``tamesu.targets.<type>.settings``), registered with the target
 registry (``tamesu.config.kinds.target_kinds``), plugins included; ``Target`` is built from the
 registry when this module is imported. A key that another type takes is refused naming the types
 that take it (``TargetConfig``), and the JSON Schema carries each type's keys and rules.

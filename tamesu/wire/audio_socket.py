@@ -18,8 +18,8 @@ from tamesu.errors import TargetError
 from tamesu.wire.connect import open_websocket, websocket_closed
 
 if TYPE_CHECKING:
-    from tamesu.targets.base import TargetContext
     from tamesu.wire.connect import ConnectPolicy
+    from tamesu.wire.wire_context import WireContext
 
 __all__ = ["AudioSocket"]
 
@@ -32,7 +32,7 @@ class AudioSocket:
 
     def __init__(
         self,
-        ctx: TargetContext,
+        ctx: WireContext,
         policy: ConnectPolicy,
         url: str,
         *,

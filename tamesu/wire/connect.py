@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tamesu.http import FastLane
     from tamesu.http_lane import Answer
     from tamesu.limits import Limits
-    from tamesu.targets.base import TargetContext
+    from tamesu.wire.wire_context import WireContext
 
 __all__ = [
     "CAPACITY_STATUSES",
@@ -152,7 +152,7 @@ def status_retry(status: int, headers: Any, body: str = "") -> Retry:
     return Retry(f"agent answered {status}", body)
 
 
-async def retrying(ctx: TargetContext, policy: ConnectPolicy, attempt: Callable[[], Awaitable[T]]) -> T:
+async def retrying(ctx: WireContext, policy: ConnectPolicy, attempt: Callable[[], Awaitable[T]]) -> T:
     """Run ``attempt`` until it returns; it raises ``Retry`` for failures worth another try.
 
     Each retried failure is counted in ``ctx.faults``; the last one, which becomes the run's error,
@@ -200,13 +200,13 @@ class HttpCall:
         return out
 
 
-def _with_cookies(ctx: TargetContext, call: HttpCall) -> HttpCall:
+def _with_cookies(ctx: WireContext, call: HttpCall) -> HttpCall:
     """``call`` carrying the cookies this run's agent set."""
     headers = _cookie_headers(ctx, call.url, call.headers)
     return call if headers is call.headers else HttpCall(call.method, call.url, headers, call.body)
 
 
-def _cookie_headers(ctx: TargetContext, url: str, headers: dict[str, str]) -> dict[str, str]:
+def _cookie_headers(ctx: WireContext, url: str, headers: dict[str, str]) -> dict[str, str]:
     """``headers`` with the cookies this run's agent set for ``url`` (after any Cookie header of
     the suite's); the same dict when there are none. A websocket's handshake is its http(s) twin's."""
     if url.startswith("ws"):
@@ -220,7 +220,7 @@ def _cookie_headers(ctx: TargetContext, url: str, headers: dict[str, str]) -> di
     return out
 
 
-def _keep_cookies(ctx: TargetContext, call: HttpCall, status: int, set_cookie: list[str]) -> None:
+def _keep_cookies(ctx: WireContext, call: HttpCall, status: int, set_cookie: list[str]) -> None:
     if set_cookie:
         ctx.cookies.keep(call.method, call.url, status, set_cookie)
 
@@ -256,7 +256,7 @@ async def read_limited(resp: httpx.Response, limits: Limits, url: str) -> bytes:
 _BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
-async def _whole(ctx: TargetContext, call: HttpCall) -> httpx.Response:
+async def _whole(ctx: WireContext, call: HttpCall) -> httpx.Response:
     """``call`` sent and its body read within ``ctx.limits``: a response holding the decoded body."""
     import httpx
 
@@ -271,7 +271,7 @@ async def _whole(ctx: TargetContext, call: HttpCall) -> httpx.Response:
 
 
 async def request(
-    ctx: TargetContext, policy: ConnectPolicy, call: HttpCall, *, timeout: float | None = None
+    ctx: WireContext, policy: ConnectPolicy, call: HttpCall, *, timeout: float | None = None
 ) -> httpx.Response:
     """Send ``call`` (body read in full, within ``ctx.limits``) with connect retries; any
     non-retryable answer is returned."""
@@ -296,7 +296,7 @@ async def request(
 
 @asynccontextmanager
 async def stream(
-    ctx: TargetContext, policy: ConnectPolicy, call: HttpCall, *, timeout: float | None = None
+    ctx: WireContext, policy: ConnectPolicy, call: HttpCall, *, timeout: float | None = None
 ) -> AsyncIterator[httpx.Response]:
     """Like ``request`` but the body is left unread, for server-sent events."""
     import asyncio
@@ -331,7 +331,7 @@ async def stream(
 
 
 async def fetch(
-    ctx: TargetContext,
+    ctx: WireContext,
     policy: ConnectPolicy,
     call: HttpCall,
     lane: FastLane,
@@ -434,14 +434,14 @@ def _plain_json(value: Any) -> bool:
     return False
 
 
-def _redacted(ctx: TargetContext, exc: Exception) -> Exception:
+def _redacted(ctx: WireContext, exc: Exception) -> Exception:
     if isinstance(exc, TargetError):
         return exc.reworded(ctx.redactor.redact(str(exc)))
     return exc
 
 
 def render_call(
-    ctx: TargetContext,
+    ctx: WireContext,
     scope: Any,
     *,
     url: str,
@@ -459,7 +459,7 @@ def render_call(
     )
 
 
-async def open_session(ctx: TargetContext, config: RESTOpen, policy: ConnectPolicy) -> dict[str, Any]:
+async def open_session(ctx: WireContext, config: RESTOpen, policy: ConnectPolicy) -> dict[str, Any]:
     """Make ``session.open`` and set each capture as ``session.NAME`` in ``ctx.scope``.
 
     Any target type may call this before it connects; a 4xx answer or a missing capture is a
@@ -520,7 +520,7 @@ def websocket_closed(conn: Any, limits: Limits) -> tuple[int | None, str]:
 
 
 async def connect_websocket(
-    ctx: TargetContext,
+    ctx: WireContext,
     url: str,
     *,
     headers: dict[str, str] | None = None,
@@ -566,7 +566,7 @@ async def connect_websocket(
 
 
 async def open_websocket(
-    ctx: TargetContext,
+    ctx: WireContext,
     policy: ConnectPolicy,
     url: str,
     *,

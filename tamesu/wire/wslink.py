@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tamesu.clock import within
@@ -26,11 +27,10 @@ from tamesu.wire.connect import (
     retrying,
     websocket_closed,
 )
-from tamesu.targets.rest.rest_ws import Closed
 
 if TYPE_CHECKING:
-    from tamesu.targets.base import TargetContext
     from tamesu.wire.connect import ConnectPolicy
+    from tamesu.wire.wire_context import WireContext
 
 __all__ = ["BUSY_HINT", "MAX_QUEUED", "Closed", "Inbox", "WsLink", "http_to_ws"]
 
@@ -51,6 +51,18 @@ def http_to_ws(url: str) -> str:
     if url.startswith("http://"):
         return "ws://" + url[len("http://") :]
     return url
+
+
+@dataclass(frozen=True)
+class Closed:
+    """The socket closed; queued after the last message."""
+
+    code: int | None
+    reason: str = ""
+
+    def describe(self) -> str:
+        why = f": {self.reason}" if self.reason else ""
+        return f"code {self.code}{why}" if self.code is not None else "no close frame"
 
 
 class Inbox:
@@ -86,7 +98,7 @@ class Inbox:
 class WsLink(Inbox):
     """The session's socket; ``decode`` turns each frame into an item (None drops it)."""
 
-    def __init__(self, ctx: TargetContext, url: str, *, decode: Callable[[str | bytes], Any]) -> None:
+    def __init__(self, ctx: WireContext, url: str, *, decode: Callable[[str | bytes], Any]) -> None:
         self.ctx = ctx
         self.url = url
         self.decode = decode

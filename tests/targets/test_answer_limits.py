@@ -297,8 +297,8 @@ async def test_a_realtime_event_over_the_answer_size_is_refused(serve, harness) 
 
 
 async def test_a_call_socket_message_over_the_answer_size_ends_the_call_saying_why(serve, harness) -> None:
-    from tamesu.wire.connect import ConnectPolicy
     from tamesu.wire.audio_socket import AudioSocket
+    from tamesu.wire.connect import ConnectPolicy
 
     async def handle(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()

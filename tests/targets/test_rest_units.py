@@ -6,12 +6,12 @@ import pytest
 
 from tamesu.config.target_base import ConnectConfig, HandoffSignal
 from tamesu.kernel.messages import Handoff, ToolCall
-from tamesu.wire.connect import ConnectPolicy
 from tamesu.targets.handoff import detect_handoff
 from tamesu.targets.rest.rest_listen import PathFilter
 from tamesu.targets.rest.rest_read import Reader, parse_tool_calls
 from tamesu.targets.rest.rest_stream import SSEParser
 from tamesu.targets.rest.rest_ws import sio_decode, sio_encode, ws_url
+from tamesu.wire.connect import ConnectPolicy
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,3 @@
+"""The ``a2a`` target: an agent that speaks the Agent2Agent protocol (a2a-sdk client, parts, push notifications).
+
+``settings`` is its config model; nothing is imported here (``tamesu.targets``)."""

@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tamesu.clock import within
-from tamesu.targets.a2a.settings import A2ATarget
 from tamesu.durations import format_duration
 from tamesu.errors import TargetError
 from tamesu.kernel.events import Resubscribed
 from tamesu.kernel.messages import AgentTurn, Event, Message, RawResponse, UserTurn
+from tamesu.targets.a2a.settings import A2ATarget
 from tamesu.targets.base import TargetAdapter, target
 from tamesu.wire.connect import ConnectPolicy
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from tamesu.targets.browser.settings import BrowserTarget
 from tamesu.errors import TargetError
 from tamesu.kernel.events import (
     BrowserAction,
@@ -29,6 +28,7 @@ from tamesu.kernel.events import (
 )
 from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
+from tamesu.targets.browser.settings import BrowserTarget
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
@@ -74,10 +74,10 @@ class BrowserAdapter(TargetAdapter):
 
     async def start(self) -> None:
         """A new context with the target's options and the gate on every request, then the page."""
-        from tamesu.targets.browser.settings import BrowserOptions
         from tamesu.targets.browser.browser_chat import ChatWidget
         from tamesu.targets.browser.browser_session import Gate, domain_allowed, shared_browser
         from tamesu.targets.browser.browser_steps import StepRunner
+        from tamesu.targets.browser.settings import BrowserOptions
         from tamesu.templates import render_url
 
         config, scope = self.config, self.ctx.scope

@@ -1,0 +1,3 @@
+"""The ``grpc`` target: an agent served over gRPC (tamesu's agent.proto, stubs in ``grpc_stubs``).
+
+``settings`` is its config model; nothing is imported here (``tamesu.targets``)."""

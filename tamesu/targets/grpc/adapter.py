@@ -24,7 +24,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tamesu.targets.grpc.settings import TLS_PARAMS, GrpcTarget, tls_params_problem
 from tamesu.durations import format_duration
 from tamesu.errors import MissingExtraError, TargetError, TemplateError
 from tamesu.kernel.messages import (
@@ -39,6 +38,7 @@ from tamesu.kernel.messages import (
 )
 from tamesu.limits import LimitExceeded
 from tamesu.targets.base import TargetAdapter, target, turn_text
+from tamesu.targets.grpc.settings import TLS_PARAMS, GrpcTarget, tls_params_problem
 from tamesu.wire.connect import ConnectPolicy, Retry, open_session, retrying
 
 if TYPE_CHECKING:

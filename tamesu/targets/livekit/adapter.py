@@ -20,13 +20,13 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from tamesu.targets.livekit.settings import LivekitTarget
 from tamesu.durations import parse_duration
 from tamesu.errors import MissingExtraError, TargetError
 from tamesu.kernel.messages import AgentTurn, Dtmf, Message, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
-from tamesu.wire.connect import ConnectPolicy, open_session
+from tamesu.targets.livekit.settings import LivekitTarget
 from tamesu.templates import render_text
+from tamesu.wire.connect import ConnectPolicy, open_session
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext

@@ -22,15 +22,15 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.targets.mcp.settings import McpTarget
 from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import MissingExtraError, TargetError, TemplateError
 from tamesu.limits import LimitExceeded, decode_json, payload_size
 from tamesu.targets.base import target
-from tamesu.wire.connect import ConnectPolicy, Retry, open_session, retrying
 from tamesu.targets.mcp.mcp_wire import TOO_LARGE, StdioPipe, bounded_http, bounded_stdio
+from tamesu.targets.mcp.settings import McpTarget
 from tamesu.targets.model.adapter import ModelAdapter
 from tamesu.untrusted import printable, storable_text
+from tamesu.wire.connect import ConnectPolicy, Retry, open_session, retrying
 
 if TYPE_CHECKING:
     from mcp import Client

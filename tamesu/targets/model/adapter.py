@@ -15,16 +15,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.targets.model.settings import ModelTarget, PromptUnderTest
 from tamesu.errors import ModelError, TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
 from tamesu.kernel.messages import AgentTurn, Message, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
+from tamesu.targets.model.settings import ModelTarget, PromptUnderTest
 
 if TYPE_CHECKING:
-    from tamesu.targets.model.settings import ToolDef
     from tamesu.models.router import ChatMessage, Completion, ModelRouter, ToolSpec
     from tamesu.targets.base import TargetContext
+    from tamesu.targets.model.settings import ToolDef
 
 __all__ = ["DONE_RESULT", "ROLE", "ModelAdapter"]
 

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from tamesu.targets.pipecat.settings import PipecatTarget
 from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
@@ -47,7 +46,6 @@ from tamesu.kernel.messages import (
     UserTurn,
 )
 from tamesu.targets.base import TargetAdapter, target, turn_text
-from tamesu.wire.connect import ConnectPolicy, open_session
 from tamesu.targets.pipecat.pipecat_wire import (
     RTVI_VERSION,
     SPEAKING,
@@ -58,6 +56,8 @@ from tamesu.targets.pipecat.pipecat_wire import (
     rtvi_type,
     speaks,
 )
+from tamesu.targets.pipecat.settings import PipecatTarget
+from tamesu.wire.connect import ConnectPolicy, open_session
 from tamesu.wire.wslink import Closed
 
 if TYPE_CHECKING:

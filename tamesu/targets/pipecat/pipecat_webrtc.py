@@ -36,8 +36,8 @@ from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import MissingExtraError, TargetError
 from tamesu.limits import decode_json
-from tamesu.wire.connect import HttpCall, request, snippet
 from tamesu.targets.pipecat.pipecat_wire import RTVI_LABEL, WireFrame, rtvi
+from tamesu.wire.connect import HttpCall, request, snippet
 from tamesu.wire.wslink import Closed, Inbox
 
 try:

@@ -27,7 +27,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from tamesu.targets.realtime.settings import RealtimeTarget
 from tamesu.durations import format_duration
 from tamesu.errors import TargetError, TemplateError
 from tamesu.fuzz import ToolFuzzer, render_tool_result, result_text
@@ -42,7 +41,6 @@ from tamesu.kernel.messages import (
 )
 from tamesu.limits import DEFAULT_LIMITS, decode_json
 from tamesu.targets.base import TargetAdapter, target, turn_text
-from tamesu.wire.connect import ConnectPolicy, open_session
 from tamesu.targets.realtime.realtime_events import (
     DEFAULT_URL,
     Calls,
@@ -53,8 +51,10 @@ from tamesu.targets.realtime.realtime_events import (
     failure,
     kept,
 )
-from tamesu.wire.wslink import Closed, WsLink, http_to_ws
+from tamesu.targets.realtime.settings import RealtimeTarget
 from tamesu.untrusted import loads_json
+from tamesu.wire.connect import ConnectPolicy, open_session
+from tamesu.wire.wslink import Closed, WsLink, http_to_ws
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext

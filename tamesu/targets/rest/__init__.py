@@ -1,0 +1,3 @@
+"""The ``rest`` target: an agent behind an HTTP API (request/response, streaming, polling, listening, websockets).
+
+``settings`` is its config model; nothing is imported here (``tamesu.targets``)."""

@@ -13,13 +13,14 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from tamesu.clock import within
-from tamesu.targets.rest.settings import RestTarget
 from tamesu.durations import format_duration
 from tamesu.errors import TargetError
 from tamesu.http import fast_lane
 from tamesu.jsonpath import JSONPathError
 from tamesu.kernel.messages import Message, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
+from tamesu.targets.rest.rest_read import Reader, TurnBuilder, decode_text
+from tamesu.targets.rest.settings import RestTarget
 from tamesu.wire.connect import (
     ConnectPolicy,
     HttpCall,
@@ -30,7 +31,6 @@ from tamesu.wire.connect import (
     snippet,
     stream,
 )
-from tamesu.targets.rest.rest_read import Reader, TurnBuilder, decode_text
 
 if TYPE_CHECKING:
     import httpx

@@ -24,16 +24,16 @@ from tamesu.errors import TamesuError, TargetError
 from tamesu.jsonpath import first
 from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.limits import LimitExceeded
-from tamesu.wire.connect import request
-from tamesu.wire.http_listener import Listener
 from tamesu.targets.rest.rest_read import decode_text
 from tamesu.templates import render
+from tamesu.wire.connect import request
+from tamesu.wire.http_listener import Listener
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from tamesu.targets.rest.settings import RESTListen
     from tamesu.targets.rest.adapter import RestAdapter
+    from tamesu.targets.rest.settings import RESTListen
     from tamesu.templates import Scope
 
 __all__ = ["ListenSession", "PathFilter"]

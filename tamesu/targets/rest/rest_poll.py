@@ -17,12 +17,12 @@ from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TargetError
 from tamesu.jsonpath import find
 from tamesu.kernel.messages import Message, UserTurn
-from tamesu.wire.connect import render_call, request, snippet
 from tamesu.targets.rest.rest_read import Extract, decode_text
+from tamesu.wire.connect import render_call, request, snippet
 
 if TYPE_CHECKING:
-    from tamesu.targets.rest.settings import RESTPoll
     from tamesu.targets.rest.adapter import RestAdapter
+    from tamesu.targets.rest.settings import RESTPoll
     from tamesu.templates import Scope
 
 __all__ = ["PollState", "poll_turn"]

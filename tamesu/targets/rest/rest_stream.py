@@ -19,8 +19,8 @@ from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import TargetError
 from tamesu.kernel.messages import Message, UserTurn
-from tamesu.wire.connect import stream
 from tamesu.targets.rest.rest_read import Extract, decode_text
+from tamesu.wire.connect import stream
 
 if TYPE_CHECKING:
     from tamesu.targets.rest.adapter import RestAdapter

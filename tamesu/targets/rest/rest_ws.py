@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -22,9 +21,10 @@ from tamesu.errors import TargetError
 from tamesu.jsonpath import find_in_message, truthy
 from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.limits import DEFAULT_LIMITS, decode_json
-from tamesu.wire.connect import open_websocket, snippet, websocket_closed
 from tamesu.targets.rest.rest_read import decode_text
 from tamesu.templates import render, render_text
+from tamesu.wire.connect import open_websocket, snippet, websocket_closed
+from tamesu.wire.wslink import Closed
 
 if TYPE_CHECKING:
     from tamesu.targets.rest.adapter import RestAdapter
@@ -33,18 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["Closed", "WsSession", "sio_decode", "sio_encode", "ws_url"]
 
 DEFAULT_IDLE = 2.0
-
-
-@dataclass(frozen=True)
-class Closed:
-    """The socket closed; queued after the last message."""
-
-    code: int | None
-    reason: str = ""
-
-    def describe(self) -> str:
-        why = f": {self.reason}" if self.reason else ""
-        return f"code {self.code}{why}" if self.code is not None else "no close frame"
 
 
 def ws_url(url: str, *, socketio: bool = False) -> str:

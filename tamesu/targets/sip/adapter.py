@@ -25,12 +25,12 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tamesu.targets.sip.settings import SipTarget
 from tamesu.durations import parse_duration
 from tamesu.errors import CapacityRefused, TargetError
 from tamesu.kernel.events import CallEnded, CallHeld, CallTransferred, SipTrace
 from tamesu.kernel.messages import AgentTurn, Dtmf, Event, Message, UserTurn
 from tamesu.targets.base import TargetAdapter, target
+from tamesu.targets.sip.settings import SipTarget
 from tamesu.templates import render_text
 from tamesu.untrusted import printable
 

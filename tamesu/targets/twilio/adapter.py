@@ -19,13 +19,13 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tamesu.targets.twilio.settings import TwilioTarget
 from tamesu.errors import TargetError
 from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.limits import decode_json
 from tamesu.targets.base import TargetAdapter, target
-from tamesu.wire.connect import ConnectPolicy, open_session
+from tamesu.targets.twilio.settings import TwilioTarget
 from tamesu.templates import render_text
+from tamesu.wire.connect import ConnectPolicy, open_session
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext

@@ -17,14 +17,14 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from tamesu.targets.voice.settings import VoiceTarget
 from tamesu.errors import TargetError
 from tamesu.jsonpath import JSONPathError, find_in_message, truthy
 from tamesu.kernel.messages import Message, RawResponse, UserTurn
 from tamesu.targets.base import TargetAdapter, target
-from tamesu.wire.connect import ConnectPolicy, open_session
 from tamesu.targets.rest.rest_read import decode_text, parse_tool_calls
+from tamesu.targets.voice.settings import VoiceTarget
 from tamesu.templates import render, render_text
+from tamesu.wire.connect import ConnectPolicy, open_session
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext
