@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("datasette", reason="pip install datasette (a dev dependency)")
 
-from tamesu.targets.browser.adapter import browser_steps
+from tamesu.targets.browser import browser_steps
 from tamesu.targets.browser.browser_session import close_shared_browsers
 
 from .conftest import Harness

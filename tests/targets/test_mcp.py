@@ -22,8 +22,8 @@ from tamesu.limits import LimitExceeded, Limits
 from tamesu.models import ModelRouter, UsageLedger
 from tamesu.models.refs import custom_provider
 from tamesu.runner.api import run_async
-from tamesu.targets.mcp.adapter import adapter as mcp as mcp_target
 from tamesu.targets.base import TargetAdapter, targets
+from tamesu.targets.mcp import adapter as mcp_target
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 
 from ..stored import stored_transcripts

@@ -14,7 +14,7 @@ import pytest
 
 from tamesu.errors import TargetError
 from tamesu.limits import LimitExceeded
-from tamesu.targets.mcp.adapter import adapter as mcp as mcp_target
+from tamesu.targets.mcp import adapter as mcp_target
 from tamesu.targets.mcp.mcp_wire import STDERR_KEPT
 from tamesu.testing.model_server import Reply
 

@@ -277,7 +277,7 @@ class StepRunner:
         """axe-core checks the page; violations at or above the impact fail (``browser_a11y``)."""
         from playwright.async_api import Error as PlaywrightError
 
-        from tamesu.targets.browser.adapter import browser_a11y as a11y
+        from tamesu.targets.browser import browser_a11y as a11y
 
         spec = a11y.a11y_spec(arg)
         element = None
@@ -311,7 +311,7 @@ class StepRunner:
 
     async def _visual(self, arg: Any) -> dict[str, Any]:
         """The page against its baseline (written instead under ``--update-golden``)."""
-        from tamesu.targets.browser.adapter import browser_visual as visual
+        from tamesu.targets.browser import browser_visual as visual
 
         spec = visual.visual_spec(arg)
         actual = await visual.screenshot(self.page, spec)
