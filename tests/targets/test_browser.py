@@ -21,7 +21,8 @@ from tamesu.errors import TargetError
 from tamesu.extras import chromium_path
 from tamesu.kernel.events import BrowserAction, BrowserBlocked, BrowserMocked, BrowserRecording, BrowserStep
 from tamesu.kernel.messages import AgentTurn, Event, Message, UserTurn
-from tamesu.targets.browser.adapter import BrowserAdapter, browser_steps
+from tamesu.targets.browser import browser_steps
+from tamesu.targets.browser.adapter import BrowserAdapter
 from tamesu.targets.browser.browser_session import close_shared_browsers
 from tamesu.testing.web_shop import WebShop, serve_web_shop
 
