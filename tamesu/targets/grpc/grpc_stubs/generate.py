@@ -16,7 +16,7 @@ from pathlib import Path
 __all__ = ["HERE", "PROTO", "generate", "stubs"]
 
 HERE = Path(__file__).parent
-PROTO = Path(__file__).resolve().parents[3] / "schema" / "agent.proto"
+PROTO = Path(__file__).resolve().parents[4] / "schema" / "agent.proto"
 FILES = ("agent_pb2.py", "agent_pb2.pyi", "agent_pb2_grpc.py")
 
 
