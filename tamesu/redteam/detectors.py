@@ -22,7 +22,7 @@ from tamesu.assertions.compare import shorten, snippet, text_pattern
 from tamesu.errors import TemplateError
 from tamesu.kernel.events import DetectorSkipped
 from tamesu.kernel.outcome import AssertionResult
-from tamesu.redteam.model import AttackPlan, Canary, Decoded, Detector, PackCheck, Pattern, Rubric, ToolUse
+from tamesu.playbooks.model import AttackPlan, Canary, Decoded, Detector, PackCheck, Pattern, Rubric, ToolUse
 
 if TYPE_CHECKING:
     from tamesu.assertions.base import AssertionContext
