@@ -156,8 +156,8 @@ def _check_playbooks(ctx: _Ctx, data: dict[str, Any]) -> None:
     if not isinstance(red_team, dict) or not isinstance(red_team.get("playbooks"), list):
         return
     names = red_team["playbooks"]
-    from tamesu.playbooks.expand import is_audio
     from tamesu.playbooks.catalogue import get_playbook, playbook_names, unknown_names
+    from tamesu.playbooks.expand import is_audio
 
     unknown = set(unknown_names([n for n in names if isinstance(n, str)]))
     target = (data.get("targets") or {}).get(red_team.get("target"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import base64
 
-from tamesu.playbooks.model import Attack, Decoded, Move, PackCheck, Playbook
 from tamesu.playbooks.catalogue import register_playbook
+from tamesu.playbooks.model import Attack, Decoded, Move, PackCheck, Playbook
 from tamesu.playbooks.signals import INSTRUCTIONS_QUOTED, MODE_ENABLED, PII, backwards, canary
 
 __all__: list[str] = []

@@ -3,8 +3,8 @@ its tools, its voice; harmful or off-topic content; and the slow multi-turn esca
 
 from __future__ import annotations
 
-from tamesu.playbooks.model import Attack, Move, PackCheck, Playbook
 from tamesu.playbooks.catalogue import register_playbook
+from tamesu.playbooks.model import Attack, Move, PackCheck, Playbook
 from tamesu.playbooks.signals import (
     ACTION_CONFIRMED,
     COMPLIANCE,

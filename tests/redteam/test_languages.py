@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.config.loader import validate_paths
+from tamesu.playbooks.catalogue import BUILTIN_PLAYBOOKS, get_playbook
 from tamesu.playbooks.expand import red_team_attacks
 from tamesu.playbooks.languages import (
     LANGUAGES,
@@ -21,7 +22,6 @@ from tamesu.playbooks.languages import (
     translation,
 )
 from tamesu.playbooks.model import Decoded, PackCheck, Pattern
-from tamesu.playbooks.catalogue import BUILTIN_PLAYBOOKS, get_playbook
 from tamesu.playbooks.signals import ACTION_CONFIRMED, COMPLIANCE, EXCEPTION_GRANTED, INSTRUCTIONS_QUOTED
 
 from .agents import REPLIES

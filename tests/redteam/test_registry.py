@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tamesu.playbooks import catalogue as registry
-from tamesu.playbooks.model import Attack, Canary, Decoded, Move, PackCheck, Pattern, Playbook, Rubric
 from tamesu.playbooks.catalogue import BUILTIN_PLAYBOOKS, get_playbook, playbook_names, register_playbook
+from tamesu.playbooks.model import Attack, Canary, Decoded, Move, PackCheck, Pattern, Playbook, Rubric
 
 pytestmark = pytest.mark.unit
 
