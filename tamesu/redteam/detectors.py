@@ -193,7 +193,7 @@ def _result(name: str, *, expected: str, hit: Hit | None = None, message: str = 
 
 
 async def _first_failing_turn(item: Any, ctx: AssertionContext) -> int | None:
-    from tamesu.actors.graph import turn_view
+    from tamesu.kernel.transcript import turn_view
 
     for n in range(1, len(ctx.transcript.agent_turns()) + 1):
         view = turn_view(ctx.transcript, n)
