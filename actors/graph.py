@@ -32,7 +32,7 @@ from tamesu.durations import format_duration, parse_duration
 from tamesu.kernel.events import RunError
 from tamesu.kernel.messages import ErrorMsg
 from tamesu.kernel.outcome import AssertionResult, GraphOutcome
-from tamesu.kernel.transcript import Transcript
+from tamesu.kernel.transcript import Transcript, turn_view
 from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
 from tamesu.simulator import UserSimulator, make_simulator
@@ -510,25 +510,6 @@ class RunGraph:
             result = await evaluate(named.kind, named.spec, replace(ctx, transcript=view), name=named.name)
         result.on_turn = on_turn
         return result
-
-
-def turn_view(transcript: Transcript, on_turn: int | str) -> Transcript | None:
-    """The transcript cut down to one agent turn (1-based or ``last``) and the user turn before it."""
-    agent = transcript.agent_turns()
-    if not agent:
-        return None
-    if on_turn == "last":
-        chosen = agent[-1]
-    else:
-        n = int(on_turn)
-        if not 1 <= n <= len(agent):
-            return None
-        chosen = agent[n - 1]
-    pos = next(i for i, t in enumerate(transcript.turns) if t is chosen)
-    turns = [chosen]
-    if pos > 0 and transcript.turns[pos - 1].role == "user":
-        turns.insert(0, transcript.turns[pos - 1])
-    return msgspec.structs.replace(transcript, turns=turns)
 
 
 async def run_graph(

@@ -1,4 +1,4 @@
-"""``tamesu generate``: draft tests from the agent's description; a thin layer over tamesu.redteam.generate."""
+"""``tamesu generate``: draft tests from the agent's description; a thin layer over tamesu.generation."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tamesu.config.loader import validate_paths
     from tamesu.errors import UsageError
-    from tamesu.redteam.generate import generate
+    from tamesu.generation import generate
 
     color = bool(getattr(args, "use_color", False))
     report = validate_paths([args.path or "."])

@@ -49,7 +49,7 @@ def _move(move: Any) -> dict[str, Any]:
 
 def playbook_data(name: str) -> dict[str, Any]:
     """A playbook as plain data: what ``--json`` prints."""
-    from tamesu.redteam.registry import get_playbook
+    from tamesu.playbooks.catalogue import get_playbook
 
     book = get_playbook(name)
     return {
@@ -77,7 +77,7 @@ def playbook_data(name: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from tamesu.errors import UsageError
-    from tamesu.redteam.registry import playbook_names, unknown_names
+    from tamesu.playbooks.catalogue import playbook_names, unknown_names
 
     color = bool(getattr(args, "use_color", False))
     unknown = unknown_names(args.names)

@@ -89,7 +89,7 @@ def check_document(
             base_dirs=[d for d in (suite_dir, project_dir) if d is not None],
         )
     )
-    from tamesu.config.environment import check_environment
+    from tamesu.environment import check_environment
 
     ctx.errors.extend(
         check_environment(data, file=doc.file, positions=doc.positions, suite_dir=suite_dir,
@@ -113,7 +113,7 @@ class _Attrs:
 def _check_voice(ctx: _Ctx, data: dict[str, Any]) -> None:
     """Audio tests: the voice resolves, noise files exist, mode fits. These need the voice extra to
     check; without it the tests cannot run here, which ``environment`` reports."""
-    from tamesu.config.environment import audio_tests
+    from tamesu.environment import audio_tests
     from tamesu.extras import EXTRAS
 
     tests = list(audio_tests(data))
@@ -156,8 +156,8 @@ def _check_playbooks(ctx: _Ctx, data: dict[str, Any]) -> None:
     if not isinstance(red_team, dict) or not isinstance(red_team.get("playbooks"), list):
         return
     names = red_team["playbooks"]
-    from tamesu.redteam.expand import is_audio
-    from tamesu.redteam.registry import get_playbook, playbook_names, unknown_names
+    from tamesu.playbooks.catalogue import get_playbook, playbook_names, unknown_names
+    from tamesu.playbooks.expand import is_audio
 
     unknown = set(unknown_names([n for n in names if isinstance(n, str)]))
     target = (data.get("targets") or {}).get(red_team.get("target"))
@@ -361,7 +361,7 @@ def check_model_needs(
     """
     if not needs:
         return []
-    from tamesu.config.environment import Reach
+    from tamesu.environment import Reach
     from tamesu.errors import ModelUnavailable
     from tamesu.extras import EXTRAS
     from tamesu.models.local_gguf import gguf_problem, is_gguf_ref

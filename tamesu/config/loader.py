@@ -75,7 +75,7 @@ class ValidationReport:
     @property
     def tests(self) -> int:
         """The suites' tests and the attack tests their ``red_team`` blocks add (as ``tamesu list`` shows)."""
-        from tamesu.redteam.expand import attack_count
+        from tamesu.playbooks.expand import attack_count
 
         return sum(len(s.suite.tests) + attack_count(s.suite) for s in self.suites)
 
@@ -127,8 +127,8 @@ def _within(path: str, outer: str) -> bool:
 
 def _unset_first(errors: list[ConfigError], doc: YamlDoc) -> list[ConfigError]:
     """A value refused only because its ``${VAR}`` is not set here says so (then the file cannot load)."""
-    from tamesu.config.environment import unset_variables
     from tamesu.config.yamlload import format_path
+    from tamesu.environment import unset_variables
 
     unset = {format_path(path): name for path, name in unset_variables(doc.data)}
     if not unset:

@@ -152,7 +152,7 @@ def parse_yaml(
     A syntax error, or a document too large to build, is raised at once. The other problems are
     raised together, or with ``lenient`` kept in ``YamlDoc.errors`` beside the data built anyway.
     ``${VAR}`` is expanded; a string naming an unset VAR without a default stays as written: the
-    suite is still valid, and ``tamesu.config.environment`` says which tests cannot run here.
+    suite is still valid, and ``tamesu.environment`` says which tests cannot run here.
     """
     loader = _Loader(text)
     try:

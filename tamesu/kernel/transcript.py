@@ -166,3 +166,22 @@ def check_format(version: int, what: str) -> None:
             f"this {what} was written by a newer tamesu (results format {version}); "
             f"this one reads formats up to {FORMAT}: upgrade tamesu to read it"
         )
+
+
+def turn_view(transcript: Transcript, on_turn: int | str) -> Transcript | None:
+    """The transcript cut down to one agent turn (1-based or ``last``) and the user turn before it."""
+    agent = transcript.agent_turns()
+    if not agent:
+        return None
+    if on_turn == "last":
+        chosen = agent[-1]
+    else:
+        n = int(on_turn)
+        if not 1 <= n <= len(agent):
+            return None
+        chosen = agent[n - 1]
+    pos = next(i for i, t in enumerate(transcript.turns) if t is chosen)
+    turns = [chosen]
+    if pos > 0 and transcript.turns[pos - 1].role == "user":
+        turns.insert(0, transcript.turns[pos - 1])
+    return msgspec.structs.replace(transcript, turns=turns)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tamesu.model_user import ModelUser
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
-    from tamesu.redteam.model import AttackPlan, Move
+    from tamesu.playbooks.model import AttackPlan, Move
     from tamesu.templates import Scope
 
 __all__ = ["Attacker"]

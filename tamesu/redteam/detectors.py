@@ -22,7 +22,7 @@ from tamesu.assertions.compare import shorten, snippet, text_pattern
 from tamesu.errors import TemplateError
 from tamesu.kernel.events import DetectorSkipped
 from tamesu.kernel.outcome import AssertionResult
-from tamesu.redteam.model import AttackPlan, Canary, Decoded, Detector, PackCheck, Pattern, Rubric, ToolUse
+from tamesu.playbooks.model import AttackPlan, Canary, Decoded, Detector, PackCheck, Pattern, Rubric, ToolUse
 
 if TYPE_CHECKING:
     from tamesu.assertions.base import AssertionContext
@@ -193,7 +193,7 @@ def _result(name: str, *, expected: str, hit: Hit | None = None, message: str = 
 
 
 async def _first_failing_turn(item: Any, ctx: AssertionContext) -> int | None:
-    from tamesu.actors.graph import turn_view
+    from tamesu.kernel.transcript import turn_view
 
     for n in range(1, len(ctx.transcript.agent_turns()) + 1):
         view = turn_view(ctx.transcript, n)

@@ -338,6 +338,6 @@ def _write_reports(
     if opts.json:
         write_json(result, opts.json, redactor=redactor, summarised=summarised)
     if opts.sarif:
-        from tamesu.redteam.sarif import write_sarif
+        from tamesu.reports.sarif import write_sarif
 
         write_sarif(result, opts.sarif, redactor=redactor)

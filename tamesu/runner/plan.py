@@ -168,7 +168,7 @@ def red_team_tests(suite: Suite) -> list[Test]:
     """The adversarial tests ``red_team:`` adds to the suite: one per attack of its playbooks."""
     if suite.red_team is None:
         return []
-    from tamesu.redteam.expand import red_team_attacks
+    from tamesu.playbooks.expand import red_team_attacks
 
     return [a.test for a in red_team_attacks(suite)]
 
@@ -177,7 +177,7 @@ def _attacks(loaded: _Loaded) -> list[Any]:
     """The suite's red-team attacks (tamesu.redteam), located in the suite file for errors and reports."""
     if loaded.suite.red_team is None:
         return []
-    from tamesu.redteam.expand import red_team_attacks
+    from tamesu.playbooks.expand import red_team_attacks
 
     return red_team_attacks(loaded.suite, where=getattr(loaded, "where", None))
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tamesu.actors.graph import RunGraph, run_graph, turn_view
+from tamesu.actors.graph import RunGraph, run_graph
 from tamesu.actors.placement import make_placement
 from tamesu.actors.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
@@ -15,6 +15,7 @@ from tamesu.config.suite import Counterpart, Scenario
 from tamesu.config.target_base import TalkingTarget
 from tamesu.kernel.events import CaptureSkipped, IncompleteTurn
 from tamesu.kernel.outcome import GraphOutcome
+from tamesu.kernel.transcript import turn_view
 
 from .agents import BuggyAdapter, Check, HangingAdapter, check, make_spec, register
 

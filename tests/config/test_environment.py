@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tamesu.cli import main
-from tamesu.config.environment import Reach
 from tamesu.config.loader import validate_paths
+from tamesu.environment import Reach
 from tamesu.errors import ConfigErrors, Unrunnable
 
 pytestmark = pytest.mark.unit

@@ -6,8 +6,8 @@ import pytest
 
 from tamesu.config import Scenario
 from tamesu.kernel.transcript import Transcript, Turn
+from tamesu.playbooks.model import AttackPlan, Canary, Move
 from tamesu.redteam.attacker import Attacker
-from tamesu.redteam.model import AttackPlan, Canary, Move
 from tamesu.templates import Scope
 
 pytestmark = pytest.mark.unit

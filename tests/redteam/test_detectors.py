@@ -7,9 +7,9 @@ import base64
 import pytest
 
 from tamesu.kernel.transcript import ToolCallRecord, Transcript, Turn
+from tamesu.playbooks.model import AttackPlan, Canary, Decoded, Move, Pattern, ToolUse
+from tamesu.playbooks.signals import INSTRUCTIONS_QUOTED
 from tamesu.redteam.detectors import decoded_segments, early_signals, first_hit, scan
-from tamesu.redteam.model import AttackPlan, Canary, Decoded, Move, Pattern, ToolUse
-from tamesu.redteam.signals import INSTRUCTIONS_QUOTED
 from tamesu.templates import Scope
 
 pytestmark = pytest.mark.unit

@@ -9,8 +9,8 @@ import pytest
 
 from tamesu.cli import main
 from tamesu.config.loader import validate_paths
-from tamesu.redteam.model import Canary, Decoded, PackCheck
-from tamesu.redteam.registry import get_playbook
+from tamesu.playbooks.catalogue import get_playbook
+from tamesu.playbooks.model import Canary, Decoded, PackCheck
 from tamesu.runner.plan import plan
 
 pytestmark = pytest.mark.unit

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tamesu.config.loader import validate_paths
-from tamesu.redteam.expand import red_team_attacks
-from tamesu.redteam.languages import (
+from tamesu.playbooks.catalogue import BUILTIN_PLAYBOOKS, get_playbook
+from tamesu.playbooks.expand import red_team_attacks
+from tamesu.playbooks.languages import (
     LANGUAGES,
     PACK_SIGNALS,
     localise,
@@ -20,9 +21,8 @@ from tamesu.redteam.languages import (
     primary,
     translation,
 )
-from tamesu.redteam.model import Decoded, PackCheck, Pattern
-from tamesu.redteam.registry import BUILTIN_PLAYBOOKS, get_playbook
-from tamesu.redteam.signals import ACTION_CONFIRMED, COMPLIANCE, EXCEPTION_GRANTED, INSTRUCTIONS_QUOTED
+from tamesu.playbooks.model import Decoded, PackCheck, Pattern
+from tamesu.playbooks.signals import ACTION_CONFIRMED, COMPLIANCE, EXCEPTION_GRANTED, INSTRUCTIONS_QUOTED
 
 from .agents import REPLIES
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tamesu.cli import main
-from tamesu.redteam.registry import BUILTIN_PLAYBOOKS, get_playbook
+from tamesu.playbooks.catalogue import BUILTIN_PLAYBOOKS, get_playbook
 
 pytestmark = pytest.mark.unit
 

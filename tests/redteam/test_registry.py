@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.redteam import registry
-from tamesu.redteam.model import Attack, Canary, Decoded, Move, PackCheck, Pattern, Playbook, Rubric
-from tamesu.redteam.registry import BUILTIN_PLAYBOOKS, get_playbook, playbook_names, register_playbook
+from tamesu.playbooks import catalogue as registry
+from tamesu.playbooks.catalogue import BUILTIN_PLAYBOOKS, get_playbook, playbook_names, register_playbook
+from tamesu.playbooks.model import Attack, Canary, Decoded, Move, PackCheck, Pattern, Playbook, Rubric
 
 pytestmark = pytest.mark.unit
 
@@ -98,7 +98,7 @@ def test_playbooks_and_attacks_are_checked_when_made() -> None:
 
 
 PLUGIN = """
-from tamesu.redteam import Attack, Move, Pattern, Playbook
+from tamesu.playbooks import Attack, Move, Pattern, Playbook
 
 def playbooks():
     return [Playbook(

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from tamesu.cli import main
-from tamesu.redteam.registry import get_playbook
+from tamesu.playbooks.catalogue import get_playbook
 
 from .agents import serve_agent
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tamesu.kernel.outcome import Finding, RunResult
-from tamesu.redteam.sarif import sarif_log
+from tamesu.reports.sarif import sarif_log
 from tamesu.runner.invocation import InvocationResult
 
 pytestmark = pytest.mark.unit

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tamesu.redteam.registry import get_playbook
+from tamesu.playbooks.catalogue import get_playbook
 from tamesu.runner.api import run_async
 from tamesu.voice.recording import read_recording
 

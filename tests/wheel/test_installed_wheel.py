@@ -150,7 +150,7 @@ def test_the_installed_package_finds_its_data_files(installed: Installed, tmp_pa
 import json
 from importlib import resources
 import tamesu.schema
-from tamesu.redteam.registry import playbook_names
+from tamesu.playbooks.catalogue import playbook_names
 from tamesu.targets.browser.browser_a11y import axe_script
 from tamesu.targets.grpc.grpc_stubs import agent_pb2
 report = resources.files("tamesu").joinpath("data", "report")

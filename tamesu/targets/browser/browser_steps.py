@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from tamesu.config.environment import unsupported_step
 from tamesu.durations import parse_duration
+from tamesu.environment import unsupported_step
 from tamesu.errors import TargetError
 from tamesu.targets.browser.browser_session import Gate, domain_allowed, url_matches
 from tamesu.templates import render

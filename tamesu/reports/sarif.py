@@ -43,7 +43,7 @@ def _rule_ids(results: list[RunResult]) -> list[str]:
 
 
 def _rule(rule_id: str, severity: str | None) -> dict[str, Any]:
-    from tamesu.redteam.registry import get_playbook
+    from tamesu.playbooks.catalogue import get_playbook
 
     playbook, _, attack_name = rule_id.partition("/")
     description, goal, sev = rule_id, rule_id, severity or "high"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import base64
 
-from tamesu.redteam.languages import Translation
-from tamesu.redteam.signals import backwards
+from tamesu.playbooks.languages import Translation
+from tamesu.playbooks.signals import backwards
 
 __all__ = ["TRANSLATION"]
 

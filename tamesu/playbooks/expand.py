@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import ConfigError
-from tamesu.redteam.languages import localise, localised_opening, localised_tool_result
-from tamesu.redteam.model import Attack, AttackPlan, Canary, Decoded, PackCheck, Playbook
-from tamesu.redteam.registry import get_playbook, playbook_names, unknown_names
+from tamesu.playbooks.catalogue import get_playbook, playbook_names, unknown_names
+from tamesu.playbooks.languages import localise, localised_opening, localised_tool_result
+from tamesu.playbooks.model import Attack, AttackPlan, Canary, Decoded, PackCheck, Playbook
 
 if TYPE_CHECKING:
     from tamesu.config import RedTeam, Suite, Test

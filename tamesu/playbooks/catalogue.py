@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tamesu.redteam.model import Playbook
+from tamesu.playbooks.model import Playbook
 from tamesu.registry import Registry
 
 __all__ = [
@@ -66,8 +66,8 @@ def playbook(fn: Callable[[], Playbook]) -> Playbook:
 
 
 def _builtins() -> None:
-    importlib.import_module("tamesu.redteam.playbooks_injection")
-    importlib.import_module("tamesu.redteam.playbooks_misuse")
+    importlib.import_module("tamesu.playbooks.injection")
+    importlib.import_module("tamesu.playbooks.misuse")
 
 
 def _plugins() -> None:

@@ -243,7 +243,7 @@ def _red_team_language(report: _Report, data: Mapping[str, Any]) -> None:
     language = _get(data, "red_team", "language")
     if not isinstance(language, str):
         return
-    from tamesu.redteam.languages import LANGUAGES, supported
+    from tamesu.playbooks.languages import LANGUAGES, supported
 
     if supported(language):
         return

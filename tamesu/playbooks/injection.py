@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import base64
 
-from tamesu.redteam.model import Attack, Decoded, Move, PackCheck, Playbook
-from tamesu.redteam.registry import register_playbook
-from tamesu.redteam.signals import INSTRUCTIONS_QUOTED, MODE_ENABLED, PII, backwards, canary
+from tamesu.playbooks.catalogue import register_playbook
+from tamesu.playbooks.model import Attack, Decoded, Move, PackCheck, Playbook
+from tamesu.playbooks.signals import INSTRUCTIONS_QUOTED, MODE_ENABLED, PII, backwards, canary
 
 __all__: list[str] = []
 

@@ -3,9 +3,9 @@ its tools, its voice; harmful or off-topic content; and the slow multi-turn esca
 
 from __future__ import annotations
 
-from tamesu.redteam.model import Attack, Move, PackCheck, Playbook
-from tamesu.redteam.registry import register_playbook
-from tamesu.redteam.signals import (
+from tamesu.playbooks.catalogue import register_playbook
+from tamesu.playbooks.model import Attack, Move, PackCheck, Playbook
+from tamesu.playbooks.signals import (
     ACTION_CONFIRMED,
     COMPLIANCE,
     CONSEQUENTIAL_TOOL,

@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from tamesu.redteam.model import Attack, Decoded, Detector, Move, PackCheck, Pattern, Playbook
+from tamesu.playbooks.model import Attack, Decoded, Detector, Move, PackCheck, Pattern, Playbook
 
 __all__ = [
     "LANGUAGES",
@@ -73,7 +73,7 @@ def translation(tag: str | None) -> Translation | None:
     lang = primary(tag)
     if lang == "en" or lang not in LANGUAGES:
         return None
-    module = importlib.import_module(f"tamesu.redteam.openings_{lang}")
+    module = importlib.import_module(f"tamesu.playbooks.openings_{lang}")
     found: Translation = module.TRANSLATION
     return found
 

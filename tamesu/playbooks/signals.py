@@ -8,7 +8,7 @@ the refusal quotes the attack: canary tokens are never written in an attack as t
 from __future__ import annotations
 
 from tamesu import packs
-from tamesu.redteam.model import Canary, Pattern, ToolUse
+from tamesu.playbooks.model import Canary, Pattern, ToolUse
 
 __all__ = [
     "ACTION_CONFIRMED",
