@@ -30,7 +30,7 @@ import pytest
 
 if TYPE_CHECKING:
     from tamesu.runner.invocation import InvocationResult
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["SkippedChecks", "SuiteFile", "TamesuItem", "TamesuRunFailed"]
 

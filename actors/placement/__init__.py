@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import GraphOutcome
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
     from ..graph import OutcomeSink, Ready
     from ..services import RunServices

@@ -10,7 +10,7 @@ from tamesu.kernel.outcome import GraphOutcome
 from ..graph import OutcomeSink, Ready, RunGraph
 
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
     from ..services import RunServices
 

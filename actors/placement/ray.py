@@ -58,7 +58,7 @@ from .worker import FAILED, NEED_PARTS, RunItem, RunWorker, SpecSplitter, read_o
 if TYPE_CHECKING:
     from tamesu.audio.stt import Transcription
     from tamesu.audio.tts import Audio
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["RayPlacement", "RaySpeechClient", "RaySpeechPool", "RunWorker"]
 

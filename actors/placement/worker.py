@@ -29,7 +29,7 @@ from tamesu.kernel.outcome import GraphOutcome
 from ..graph import RunGraph
 
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
     from tamesu.speech_pool import SpeechPool
 
     from ..services import RunServices

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.setup import SuiteSetup
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
     from tamesu.secrets import Redactor
 
 __all__ = ["CALLS_FILE", "CHECKPOINT_FILE", "LoadCheckpoint", "LoadDriver", "LoadOutcome", "read_samples"]

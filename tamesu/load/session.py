@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tamesu.config.loader import LoadedSuite
     from tamesu.load.driver import LoadDriver, LoadOutcome
     from tamesu.runner.results import ResultsStore
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = [
     "REPORT_FILE",

@@ -1,6 +1,6 @@
 """Red team: playbooks of attacks, the attacker that plays them, detectors, findings, SARIF, generate.
 
-Importing this package costs nothing: ``tamesu.runner.spec`` imports ``tamesu.redteam.findings``
+Importing this package costs nothing: ``tamesu.run_spec`` imports ``tamesu.redteam.findings``
 and ``tamesu validate`` checks playbook names, so the public names load on first use.
 """
 

@@ -35,7 +35,7 @@ from tamesu.secrets import Redactor
 
 if TYPE_CHECKING:
     from tamesu.config.loader import LoadedSuite
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["InvocationResult", "RunOptions", "interrupt_on_signals", "run", "run_async"]
 

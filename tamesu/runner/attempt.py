@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
     from tamesu.runner.capacity import TargetCapacity
     from tamesu.runner.setup import SuiteSetup
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
     from tamesu.secrets import Redactor
 
 __all__ = ["BACKSTOP", "AttemptSink", "Attempts", "hook_kwargs", "session_id"]

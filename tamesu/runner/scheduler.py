@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tamesu.remote_agents.suite import SuiteRemoteAgents
     from tamesu.runner.rates import EarlyStopper
     from tamesu.runner.results import ResultsStore
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
     from tamesu.secrets import Redactor
 
 __all__ = ["MAX_UNWRITTEN", "ScheduleOutcome", "Scheduler"]

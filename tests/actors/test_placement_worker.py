@@ -23,7 +23,7 @@ from tamesu.actors.services import RunServices
 from tamesu.kernel.events import CustomEvent
 from tamesu.kernel.outcome import GraphOutcome
 from tamesu.kernel.transcript import Transcript
-from tamesu.runner.spec import RunSpec
+from tamesu.run_spec import RunSpec
 
 from .agents import Check, HangingAdapter, check, make_spec, register
 

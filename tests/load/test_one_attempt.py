@@ -19,7 +19,7 @@ from tamesu.load.driver import LoadDriver
 from tamesu.runner.invocation import Reporter
 from tamesu.runner.scheduler import Scheduler
 from tamesu.runner.setup import Budget, SuiteSetup
-from tamesu.runner.spec import RunSpec
+from tamesu.run_spec import RunSpec
 
 from ..runner.test_scheduler import WAIT, Outcome, ScriptedPlacement, make_spec, passed, transcript
 

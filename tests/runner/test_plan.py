@@ -13,7 +13,7 @@ from tamesu.config.loader import LoadedSuite, load_suite
 from tamesu.errors import ConfigError, Unrunnable, UsageError
 from tamesu.packs import builtin_pack
 from tamesu.runner.plan import matches_filter, plan, quarantine_reason, red_team_tests, selected
-from tamesu.runner.spec import RunSpec
+from tamesu.run_spec import RunSpec
 
 pytestmark = pytest.mark.unit
 

@@ -21,7 +21,7 @@ from tamesu.runner.invocation import Reporter
 from tamesu.runner.results import ResultsStore, read_transcript
 from tamesu.runner.scheduler import Scheduler
 from tamesu.runner.setup import Budget, SuiteSetup
-from tamesu.runner.spec import RunSpec
+from tamesu.run_spec import RunSpec
 from tamesu.runner.verdict import exit_code, verdicts
 from tamesu.secrets import Redactor
 from tamesu.templates import Scope
