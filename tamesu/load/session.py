@@ -178,10 +178,10 @@ def _placement(
     from tamesu.runner.prepare import needs_speech
 
     if not request.ray:
-        from tamesu.actors.placement.local import LocalPlacement
+        from tamesu.runner.placement.local import LocalPlacement
 
         return LocalPlacement(services)
-    from tamesu.actors.placement.ray import RayPlacement
+    from tamesu.runner.placement.ray import RayPlacement
 
     spike = profile.spike_window()
     if profile.capacity is not None:

@@ -238,7 +238,7 @@ async def _schedule(
     )
     placement: Any
     if opts.ray or opts.address:
-        from tamesu.actors.placement.ray import RayPlacement
+        from tamesu.runner.placement.ray import RayPlacement
 
         embedded = opts.address is None
         placement = RayPlacement(
@@ -251,7 +251,7 @@ async def _schedule(
             speech_pool=needs_speech(todo),
         )
     else:
-        from tamesu.actors.placement.local import LocalPlacement
+        from tamesu.runner.placement.local import LocalPlacement
 
         placement = LocalPlacement(services)
     scheduler = Scheduler(

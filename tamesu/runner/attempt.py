@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import httpx
 
     from tamesu.actors.graph import Ready
-    from tamesu.actors.placement import Placement
+    from tamesu.runner.placement import Placement
     from tamesu.kernel.outcome import AssertionResult, RunResult
     from tamesu.kernel.transcript import Transcript
     from tamesu.runner.capacity import TargetCapacity

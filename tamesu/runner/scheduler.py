@@ -28,7 +28,7 @@ from tamesu.runner.setup import Budget, SuiteSetup
 if TYPE_CHECKING:
     import httpx
 
-    from tamesu.actors.placement import Placement
+    from tamesu.runner.placement import Placement
     from tamesu.kernel.outcome import RunResult
     from tamesu.kernel.transcript import Transcript
     from tamesu.remote_agents.suite import SuiteRemoteAgents

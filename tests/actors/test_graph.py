@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tamesu.actors.graph import RunGraph, run_graph, turn_view
-from tamesu.actors.placement import make_placement
-from tamesu.actors.placement.local import LocalPlacement
+from tamesu.runner.placement import make_placement
+from tamesu.runner.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
 from tamesu.config.suite import Counterpart, Scenario
 from tamesu.config.targets.base import TalkingTarget
@@ -387,7 +387,7 @@ def test_an_outcome_survives_pickling() -> None:
 
 async def test_a_run_worker_runs_and_cancels_graphs_without_ray() -> None:
     pytest.importorskip("ray")
-    from tamesu.actors.placement.ray import RunWorker
+    from tamesu.runner.placement.ray import RunWorker
 
     worker = RunWorker(setup=register, encode_boundary=True)
     done = await worker.run(make_spec(say=["hi"]), None, None, "k1")

@@ -619,7 +619,7 @@ async def test_limits_hold_against_a_real_agent_through_the_local_placement(tmp_
     """16 runs (8 per target) at concurrency 4 and per-target 2, counted by the agent itself."""
     from aiohttp import web
 
-    from tamesu.actors.placement.local import LocalPlacement
+    from tamesu.runner.placement.local import LocalPlacement
     from tamesu.actors.services import RunServices
     from tamesu.config.loader import load_suite
     from tamesu.runner.plan import plan

@@ -26,13 +26,13 @@ import msgspec
 
 from tamesu.kernel.outcome import GraphOutcome
 
-from ..graph import RunGraph
+from tamesu.actors.graph import RunGraph
 
 if TYPE_CHECKING:
     from tamesu.run_spec import RunSpec
     from tamesu.speech_pool import SpeechPool
 
-    from ..services import RunServices
+    from tamesu.actors.services import RunServices
 
 __all__ = ["DONE", "FAILED", "NEED_PARTS", "OBJECT", "RunItem", "RunWorker", "SpecSplitter", "read_outcome"]
 
@@ -157,7 +157,7 @@ class RunWorker:
         if self._services is None:
             from tamesu.cycle_collector import set_for_worker
 
-            from ..services import RunServices
+            from tamesu.actors.services import RunServices
 
             self._services = RunServices.create(
                 update_golden=self.update_golden,

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from tamesu.kernel.outcome import GraphOutcome
 
-from ..graph import OutcomeSink, Ready, RunGraph
+from tamesu.actors.graph import OutcomeSink, Ready, RunGraph
 
 if TYPE_CHECKING:
     from tamesu.run_spec import RunSpec
 
-    from ..services import RunServices
+    from tamesu.actors.services import RunServices
 
 __all__ = ["LocalPlacement"]
 

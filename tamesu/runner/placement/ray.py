@@ -42,8 +42,8 @@ from tamesu.kernel.events import RunError
 from tamesu.kernel.outcome import GraphOutcome
 from tamesu.kernel.transcript import Transcript
 
-from ..graph import OutcomeSink, Ready
-from ..pools import (
+from tamesu.actors.graph import OutcomeSink, Ready
+from tamesu.actors.pools import (
     Autoscaler,
     Batcher,
     SpeechServer,
