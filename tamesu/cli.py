@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from tamesu import __version__
+from tamesu.version import __version__
 from tamesu.commands import (
     COMMAND_MODULES,
     COMMANDS,

@@ -122,7 +122,7 @@ def _seconds(text: str) -> float:
 def _store(
     request: LoadRequest, loaded: Sequence[LoadedSuite], where: Path, profile: LoadProfile, redactor: Redactor
 ) -> tuple[ResultsStore, bool]:
-    from tamesu import __version__
+    from tamesu.version import __version__
     from tamesu.runner.results import ResultsStore
 
     paths = [str(s.path.resolve()) for s in loaded]

@@ -124,7 +124,7 @@ def sarif_log(
     result: InvocationResult, *, redactor: Redactor | None = None, base: Path | None = None
 ) -> dict[str, Any]:
     """The invocation's findings as one SARIF 2.1.0 log (a dict ready for ``json.dump``)."""
-    from tamesu import __version__
+    from tamesu.version import __version__
     from tamesu.untrusted import printable
 
     base = (base or Path.cwd()).resolve()

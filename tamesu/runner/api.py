@@ -204,7 +204,7 @@ def _settings(
     started: float,
 ) -> dict[str, Any]:
     """What was asked, for the run directory: never a secret value (the command line is redacted)."""
-    from tamesu import __version__
+    from tamesu.version import __version__
 
     options = {k: (str(v) if isinstance(v, (Path, date)) else v) for k, v in dataclasses.asdict(opts).items()}
     options["tags"], options["exclude_tags"] = list(opts.tags), list(opts.exclude_tags)
