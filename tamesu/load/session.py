@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from tamesu.config.load_profile import LoadProfile
     from tamesu.config.loader import LoadedSuite
     from tamesu.load.driver import LoadDriver, LoadOutcome
-    from tamesu.runner.results import ResultsStore
     from tamesu.run_spec import RunSpec
+    from tamesu.runner.results import ResultsStore
 
 __all__ = [
     "REPORT_FILE",
@@ -122,8 +122,8 @@ def _seconds(text: str) -> float:
 def _store(
     request: LoadRequest, loaded: Sequence[LoadedSuite], where: Path, profile: LoadProfile, redactor: Redactor
 ) -> tuple[ResultsStore, bool]:
-    from tamesu.version import __version__
     from tamesu.runner.results import ResultsStore
+    from tamesu.version import __version__
 
     paths = [str(s.path.resolve()) for s in loaded]
     if request.resume:

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tamesu.actors.graph import RunGraph, run_graph, turn_view
-from tamesu.runner.placement import make_placement
-from tamesu.runner.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
 from tamesu.config.suite import Counterpart, Scenario
 from tamesu.config.targets.base import TalkingTarget
 from tamesu.kernel.events import CaptureSkipped, IncompleteTurn
 from tamesu.kernel.outcome import GraphOutcome
+from tamesu.runner.placement import make_placement
+from tamesu.runner.placement.local import LocalPlacement
 
 from .agents import BuggyAdapter, Check, HangingAdapter, check, make_spec, register
 

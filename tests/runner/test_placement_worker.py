@@ -7,6 +7,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tamesu.actors.services import RunServices
+from tamesu.kernel.events import CustomEvent
+from tamesu.kernel.outcome import GraphOutcome
+from tamesu.kernel.transcript import Transcript
+from tamesu.run_spec import RunSpec
 from tamesu.runner.placement.local import LocalPlacement
 from tamesu.runner.placement.worker import (
     DONE,
@@ -19,12 +24,6 @@ from tamesu.runner.placement.worker import (
     pack_outcome,
     read_outcome,
 )
-from tamesu.actors.services import RunServices
-from tamesu.kernel.events import CustomEvent
-from tamesu.kernel.outcome import GraphOutcome
-from tamesu.kernel.transcript import Transcript
-from tamesu.run_spec import RunSpec
-
 from tests.actors.agents import Check, HangingAdapter, check, make_spec, register
 
 pytestmark = [pytest.mark.unit, pytest.mark.timing]

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
-    from tamesu.kernel.outcome import GraphOutcome
-    from tamesu.run_spec import RunSpec
-
     from tamesu.actors.graph import OutcomeSink, Ready
     from tamesu.actors.services import RunServices
+    from tamesu.kernel.outcome import GraphOutcome
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["Placement", "make_placement"]
 
@@ -47,6 +46,7 @@ def make_placement(
     """``local`` (options: encode_boundary) or ``ray`` (options: address, num_workers, ...)."""
     if kind == "local":
         from tamesu.actors.services import RunServices
+
         from .local import LocalPlacement
 
         if services is None:

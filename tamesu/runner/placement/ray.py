@@ -37,11 +37,6 @@ import msgspec
 import ray
 import ray.exceptions
 
-from tamesu.errors import ClusterLost
-from tamesu.kernel.events import RunError
-from tamesu.kernel.outcome import GraphOutcome
-from tamesu.kernel.transcript import Transcript
-
 from tamesu.actors.graph import OutcomeSink, Ready
 from tamesu.actors.pools import (
     Autoscaler,
@@ -52,6 +47,11 @@ from tamesu.actors.pools import (
     audio_of,
     transcription_of,
 )
+from tamesu.errors import ClusterLost
+from tamesu.kernel.events import RunError
+from tamesu.kernel.outcome import GraphOutcome
+from tamesu.kernel.transcript import Transcript
+
 from .head import HEAD_GRACE_S, HeadWatch
 from .worker import FAILED, NEED_PARTS, RunItem, RunWorker, SpecSplitter, read_outcome
 
