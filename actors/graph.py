@@ -49,7 +49,7 @@ from .target_actor import TargetActor
 if TYPE_CHECKING:
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
-    from tamesu.runner.spec import NamedAssertion, RunSpec
+    from tamesu.run_spec import NamedAssertion, RunSpec
     from tamesu.secrets import Redactor
     from tamesu.targets.base import TargetAdapter, TargetContext
 

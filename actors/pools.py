@@ -10,7 +10,7 @@ never know which one they got: both have the same three methods.
 What crosses a process is batched: a ``Batcher`` gathers the requests of many calls for a few
 milliseconds and sends them as one actor call (an utterance is one request, already a batch of
 frames), and a ``SpeechServer`` runs a batch concurrently on its engines. ``Autoscaler`` is the
-replica-count policy. None of this imports Ray; ``tamesu.actors.placement.ray`` wires it up.
+replica-count policy. None of this imports Ray; ``tamesu.runner.placement.ray`` wires it up.
 """
 
 from __future__ import annotations

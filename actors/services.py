@@ -61,7 +61,7 @@ class RunServices:
     ``tamesu.models.setup.RouterFactory``."""
     speech: SpeechPool = field(default_factory=local_speech_pool)
     """The speech engines (TTS, STT) the voice calls use: this process's own, or a client of a
-    pool of engine actors on other Ray nodes (``tamesu.actors.placement.ray.RaySpeechClient``)."""
+    pool of engine actors on other Ray nodes (``tamesu.runner.placement.ray.RaySpeechClient``)."""
     _routers: dict[str, Any] = field(default_factory=dict, repr=False)
     _by_identity: dict[int, tuple[Any, ModelRouter | None]] = field(default_factory=dict, repr=False)
     """The router of each ``models`` object seen lately: the runs of a plan share one object, so

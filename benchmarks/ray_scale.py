@@ -470,9 +470,9 @@ def _median(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def calls_bench(calls: int, concurrency: int, rounds: int, agent_kind: str, tmp: Path) -> dict[str, Any]:
-    from tamesu.actors.placement.local import LocalPlacement
-    from tamesu.actors.placement.ray import RayPlacement
     from tamesu.actors.services import RunServices
+    from tamesu.runner.placement.local import LocalPlacement
+    from tamesu.runner.placement.ray import RayPlacement
 
     agent, url = _start_agent(agent_kind)
     try:
@@ -545,8 +545,8 @@ def speech_bench(calls: int) -> dict[str, Any]:
     local = asyncio.run(work(LocalSpeechPool()))
     import ray
 
-    from tamesu.actors.placement.ray import RaySpeechPool
     from tamesu.actors.pools import Autoscaler
+    from tamesu.runner.placement.ray import RaySpeechPool
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     try:
@@ -626,7 +626,7 @@ def scaling_bench(calls_per_worker: int, rounds: int, tmp: Path) -> dict[str, An
 def scaling_driver(
     gcs: str, url: str, calls_per_worker: int, tmp: Path, agent: int, rounds: int, daemons: str
 ) -> None:
-    from tamesu.actors.placement.ray import RayPlacement
+    from tamesu.runner.placement.ray import RayPlacement
 
     specs = _specs(url, tmp)
     rows: dict[str, Any] = {}

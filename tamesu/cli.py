@@ -14,7 +14,6 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from tamesu import __version__
 from tamesu.commands import (
     COMMAND_MODULES,
     COMMANDS,
@@ -35,6 +34,7 @@ from tamesu.errors import (
     UsageError,
 )
 from tamesu.untrusted import printable
+from tamesu.version import __version__
 
 __all__ = ["build_parser", "console_main", "main"]
 

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from tamesu.run_spec import RunSpec
     from tamesu.runner.invocation import InvocationResult
-    from tamesu.runner.spec import RunSpec
 
 __all__ = ["SkippedChecks", "SuiteFile", "TamesuItem", "TamesuRunFailed"]
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
     from tamesu.targets.base import TargetAdapter
     from tamesu.templates import Scope
 

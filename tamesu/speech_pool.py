@@ -3,7 +3,7 @@
 A call asks a ``SpeechPool`` to synthesise the caller's words and transcribe the agent's; it never
 knows where the engines run. ``LocalSpeechPool`` is the process's own engines
 (``tamesu.audio.engines``); on Ray the run's services hold a client of a pool of engine actors
-instead (``tamesu.actors.pools``, ``tamesu.actors.placement.ray``), with the same three methods.
+instead (``tamesu.actors.pools``, ``tamesu.runner.placement.ray``), with the same three methods.
 """
 
 from __future__ import annotations

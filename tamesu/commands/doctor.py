@@ -54,7 +54,7 @@ def _program(names: tuple[str, ...], part: str, hint: str) -> Check:
 
 def checks() -> list[Check]:
     """Every row of the doctor table, in the order it is printed."""
-    from tamesu import __version__
+    from tamesu.version import __version__
 
     py_ok = sys.version_info >= (3, 10)
     rows = [

@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     from tamesu.clock import Clock
     from tamesu.config.load_profile import LoadProfile
     from tamesu.kernel.transcript import Transcript
+    from tamesu.run_spec import RunSpec
     from tamesu.runner.results import ResultsStore
     from tamesu.runner.setup import SuiteSetup
-    from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor
 
 __all__ = ["CALLS_FILE", "CHECKPOINT_FILE", "LoadCheckpoint", "LoadDriver", "LoadOutcome", "read_samples"]

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
     from tamesu.load.driver import LoadOutcome
     from tamesu.load.gates import Gates
+    from tamesu.run_spec import RunSpec
     from tamesu.runner.results import ResultsStore
-    from tamesu.runner.spec import RunSpec
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 

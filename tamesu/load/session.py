@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from tamesu.config.load_profile import LoadProfile
     from tamesu.config.loader import LoadedSuite
     from tamesu.load.driver import LoadDriver, LoadOutcome
+    from tamesu.run_spec import RunSpec
     from tamesu.runner.results import ResultsStore
-    from tamesu.runner.spec import RunSpec
 
 __all__ = [
     "REPORT_FILE",
@@ -122,8 +122,8 @@ def _seconds(text: str) -> float:
 def _store(
     request: LoadRequest, loaded: Sequence[LoadedSuite], where: Path, profile: LoadProfile, redactor: Redactor
 ) -> tuple[ResultsStore, bool]:
-    from tamesu import __version__
     from tamesu.runner.results import ResultsStore
+    from tamesu.version import __version__
 
     paths = [str(s.path.resolve()) for s in loaded]
     if request.resume:
@@ -178,10 +178,10 @@ def _placement(
     from tamesu.runner.prepare import needs_speech
 
     if not request.ray:
-        from tamesu.actors.placement.local import LocalPlacement
+        from tamesu.runner.placement.local import LocalPlacement
 
         return LocalPlacement(services)
-    from tamesu.actors.placement.ray import RayPlacement
+    from tamesu.runner.placement.ray import RayPlacement
 
     spike = profile.spike_window()
     if profile.capacity is not None:

@@ -2,7 +2,7 @@
 
 The playbooks themselves (data, languages, openings, expansion) are ``tamesu.playbooks``; SARIF is
 ``tamesu.reports.sarif``; ``tamesu generate`` is ``tamesu.generation``. Importing this package costs
-nothing: ``tamesu.runner.spec`` imports ``tamesu.redteam.findings``, so the public names load on
+nothing: ``tamesu.run_spec`` imports ``tamesu.redteam.findings``, so the public names load on
 first use.
 """
 

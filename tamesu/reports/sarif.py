@@ -124,8 +124,8 @@ def sarif_log(
     result: InvocationResult, *, redactor: Redactor | None = None, base: Path | None = None
 ) -> dict[str, Any]:
     """The invocation's findings as one SARIF 2.1.0 log (a dict ready for ``json.dump``)."""
-    from tamesu import __version__
     from tamesu.untrusted import printable
+    from tamesu.version import __version__
 
     base = (base or Path.cwd()).resolve()
     results = result.results

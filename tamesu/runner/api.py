@@ -35,7 +35,7 @@ from tamesu.secrets import Redactor
 
 if TYPE_CHECKING:
     from tamesu.config.loader import LoadedSuite
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["InvocationResult", "RunOptions", "interrupt_on_signals", "run", "run_async"]
 
@@ -204,7 +204,7 @@ def _settings(
     started: float,
 ) -> dict[str, Any]:
     """What was asked, for the run directory: never a secret value (the command line is redacted)."""
-    from tamesu import __version__
+    from tamesu.version import __version__
 
     options = {k: (str(v) if isinstance(v, (Path, date)) else v) for k, v in dataclasses.asdict(opts).items()}
     options["tags"], options["exclude_tags"] = list(opts.tags), list(opts.exclude_tags)
@@ -238,7 +238,7 @@ async def _schedule(
     )
     placement: Any
     if opts.ray or opts.address:
-        from tamesu.actors.placement.ray import RayPlacement
+        from tamesu.runner.placement.ray import RayPlacement
 
         embedded = opts.address is None
         placement = RayPlacement(
@@ -251,7 +251,7 @@ async def _schedule(
             speech_pool=needs_speech(todo),
         )
     else:
-        from tamesu.actors.placement.local import LocalPlacement
+        from tamesu.runner.placement.local import LocalPlacement
 
         placement = LocalPlacement(services)
     scheduler = Scheduler(

@@ -33,12 +33,12 @@ if TYPE_CHECKING:
     import httpx
 
     from tamesu.actors.graph import Ready
-    from tamesu.actors.placement import Placement
     from tamesu.kernel.outcome import AssertionResult, RunResult
     from tamesu.kernel.transcript import Transcript
+    from tamesu.run_spec import RunSpec
     from tamesu.runner.capacity import TargetCapacity
+    from tamesu.runner.placement import Placement
     from tamesu.runner.setup import SuiteSetup
-    from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor
 
 __all__ = ["BACKSTOP", "AttemptSink", "Attempts", "hook_kwargs", "session_id"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["ALONE_LIMIT", "HeldConcurrency", "TargetCapacity", "TargetKey", "target_key"]
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.errors import UsageError
 
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["AUDIO_TYPES", "GRID_KEYS", "Grid", "cell_label", "cell_of", "cells", "expand_grid", "parse_grid"]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
     from tamesu.runner.verdict import TestVerdict
 
 __all__ = ["InvocationResult", "Reporter", "RunOptions"]

@@ -19,7 +19,7 @@ from tamesu.errors import ConfigError, UsageError
 from tamesu.limits import Limits
 from tamesu.packs import expand_packs
 from tamesu.remote_agents import served
-from tamesu.runner.spec import NamedAssertion, RunSpec
+from tamesu.run_spec import NamedAssertion, RunSpec
 
 if TYPE_CHECKING:
     from pathlib import Path

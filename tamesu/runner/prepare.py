@@ -15,9 +15,9 @@ from tamesu.errors import ConfigError, ConfigErrors, NoTestSelected
 if TYPE_CHECKING:
     from tamesu.config.loader import LoadedSuite
     from tamesu.models.setup import RouterFactory
+    from tamesu.run_spec import RunSpec
     from tamesu.runner.invocation import RunOptions
     from tamesu.runner.setup import SuiteSetup
-    from tamesu.runner.spec import RunSpec
 
 __all__ = ["load_suites", "needs_speech", "nothing_selected", "plan_runs", "router_factory"]
 

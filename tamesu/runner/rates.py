@@ -22,7 +22,7 @@ from tamesu.stats import min_repeats_for, pass_hat_k, wilson_interval
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["SLACK", "EarlyStopper", "RateRule", "Stop", "completion_order", "observation"]
 

@@ -28,13 +28,13 @@ from tamesu.runner.setup import Budget, SuiteSetup
 if TYPE_CHECKING:
     import httpx
 
-    from tamesu.actors.placement import Placement
     from tamesu.kernel.outcome import RunResult
     from tamesu.kernel.transcript import Transcript
     from tamesu.remote_agents.suite import SuiteRemoteAgents
+    from tamesu.run_spec import RunSpec
+    from tamesu.runner.placement import Placement
     from tamesu.runner.rates import EarlyStopper
     from tamesu.runner.results import ResultsStore
-    from tamesu.runner.spec import RunSpec
     from tamesu.secrets import Redactor
 
 __all__ = ["MAX_UNWRITTEN", "ScheduleOutcome", "Scheduler"]

@@ -19,7 +19,7 @@ from tamesu.errors import SecretError, TemplateError
 if TYPE_CHECKING:
     from tamesu.config import Hook, Project
     from tamesu.config.loader import LoadedSuite
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
     from tamesu.secrets import Redactor
     from tamesu.templates import Scope
 

@@ -18,7 +18,7 @@ from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript, Turn
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["EXPECTS_REFUSALS", "refusal", "unanswered"]
 

@@ -15,7 +15,7 @@ from tamesu.runner.unanswered import unanswered
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import Outcome, RunResult
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = [
     "EXIT_BUDGET",

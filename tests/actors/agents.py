@@ -28,7 +28,7 @@ from tamesu.kernel.messages import (
     UserTurn,
 )
 from tamesu.kernel.outcome import AssertionResult
-from tamesu.runner.spec import NamedAssertion, RunSpec
+from tamesu.run_spec import NamedAssertion, RunSpec
 from tamesu.targets.base import TargetAdapter, target
 
 

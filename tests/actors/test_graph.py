@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tamesu.actors.graph import RunGraph, run_graph
-from tamesu.actors.placement import make_placement
-from tamesu.actors.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
 from tamesu.config.suite import Counterpart, Scenario
 from tamesu.config.target_base import TalkingTarget
 from tamesu.kernel.events import CaptureSkipped, IncompleteTurn
 from tamesu.kernel.outcome import GraphOutcome
 from tamesu.kernel.transcript import turn_view
+from tamesu.runner.placement import make_placement
+from tamesu.runner.placement.local import LocalPlacement
 
 from .agents import BuggyAdapter, Check, HangingAdapter, check, make_spec, register
 
@@ -388,7 +388,7 @@ def test_an_outcome_survives_pickling() -> None:
 
 async def test_a_run_worker_runs_and_cancels_graphs_without_ray() -> None:
     pytest.importorskip("ray")
-    from tamesu.actors.placement.ray import RunWorker
+    from tamesu.runner.placement.ray import RunWorker
 
     worker = RunWorker(setup=register, encode_boundary=True)
     done = await worker.run(make_spec(say=["hi"]), None, None, "k1")

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.placement.local import LocalPlacement
 from tamesu.actors.services import RunServices
 from tamesu.load import LoadProfile
 from tamesu.load.driver import CALLS_FILE, CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
 from tamesu.load.session import LoadRequest, prepare_load
+from tamesu.runner.placement.local import LocalPlacement
 from tamesu.runner.results import ResultsStore, read_transcript
 from tamesu.runner.verdict import final_results
 

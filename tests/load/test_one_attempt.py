@@ -16,10 +16,10 @@ from tamesu.errors import BudgetExceeded
 from tamesu.kernel.outcome import RunResult
 from tamesu.load import LoadProfile
 from tamesu.load.driver import LoadDriver
+from tamesu.run_spec import RunSpec
 from tamesu.runner.invocation import Reporter
 from tamesu.runner.scheduler import Scheduler
 from tamesu.runner.setup import Budget, SuiteSetup
-from tamesu.runner.spec import RunSpec
 
 from ..runner.test_scheduler import WAIT, Outcome, ScriptedPlacement, make_spec, passed, transcript
 

@@ -10,8 +10,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from tamesu.actors.placement.ray import RaySpeechClient, RaySpeechPool  # noqa: E402
 from tamesu.actors.pools import Autoscaler  # noqa: E402
+from tamesu.runner.placement.ray import RaySpeechClient, RaySpeechPool  # noqa: E402
 
 from . import engines  # noqa: E402
 

@@ -12,10 +12,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from tamesu.actors.placement.ray import RayPlacement  # noqa: E402
 from tamesu.actors.pools import Autoscaler  # noqa: E402
 from tamesu.config.loader import load_suite  # noqa: E402
 from tamesu.kernel.events import VoiceCall  # noqa: E402
+from tamesu.runner.placement.ray import RayPlacement  # noqa: E402
 from tamesu.runner.plan import plan  # noqa: E402
 
 from ..voice import peers  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 from tamesu.config.suite import RemoteAgent
 from tamesu.config.target import parse_target
 from tamesu.remote_agents import served
-from tamesu.runner.spec import NamedAssertion
+from tamesu.run_spec import NamedAssertion
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from tamesu.config import Project, Suite
 from tamesu.config.loader import LoadedSuite, load_suite
 from tamesu.errors import ConfigError, Unrunnable, UsageError
 from tamesu.packs import builtin_pack
+from tamesu.run_spec import RunSpec
 from tamesu.runner.plan import matches_filter, plan, quarantine_reason, red_team_tests, selected
-from tamesu.runner.spec import RunSpec
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tamesu.kernel.outcome import RunResult
+from tamesu.run_spec import RunSpec
 from tamesu.runner.rates import EarlyStopper, RateRule
 from tamesu.runner.scheduler import Scheduler
-from tamesu.runner.spec import RunSpec
 from tamesu.runner.verdict import verdicts
 
 from .test_scheduler import Outcome, ScriptedPlacement, failed, make_spec, passed, schedule, transcript

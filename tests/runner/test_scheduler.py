@@ -14,6 +14,7 @@ from tamesu.config import Hook
 from tamesu.errors import BudgetExceeded, TargetError
 from tamesu.kernel.outcome import AssertionResult, GraphOutcome, RunResult
 from tamesu.kernel.transcript import Transcript, Turn
+from tamesu.run_spec import RunSpec
 from tamesu.runner import attempt as attempt_module
 from tamesu.runner import scheduler as scheduler_module
 from tamesu.runner.attempt import session_id
@@ -21,7 +22,6 @@ from tamesu.runner.invocation import Reporter
 from tamesu.runner.results import ResultsStore, read_transcript
 from tamesu.runner.scheduler import Scheduler
 from tamesu.runner.setup import Budget, SuiteSetup
-from tamesu.runner.spec import RunSpec
 from tamesu.runner.verdict import exit_code, verdicts
 from tamesu.secrets import Redactor
 from tamesu.templates import Scope
@@ -619,9 +619,9 @@ async def test_limits_hold_against_a_real_agent_through_the_local_placement(tmp_
     """16 runs (8 per target) at concurrency 4 and per-target 2, counted by the agent itself."""
     from aiohttp import web
 
-    from tamesu.actors.placement.local import LocalPlacement
     from tamesu.actors.services import RunServices
     from tamesu.config.loader import load_suite
+    from tamesu.runner.placement.local import LocalPlacement
     from tamesu.runner.plan import plan
 
     class Agent(Barrier):

@@ -24,15 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from tamesu.actors.graph import RunGraph
 from tamesu.kernel.outcome import GraphOutcome
 
-from ..graph import RunGraph
-
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunSpec
+    from tamesu.actors.services import RunServices
+    from tamesu.run_spec import RunSpec
     from tamesu.speech_pool import SpeechPool
-
-    from ..services import RunServices
 
 __all__ = ["DONE", "FAILED", "NEED_PARTS", "OBJECT", "RunItem", "RunWorker", "SpecSplitter", "read_outcome"]
 
@@ -155,9 +153,8 @@ class RunWorker:
         """Made on first use, inside the worker's event loop (the HTTP client belongs to that loop);
         then a worker in a process of its own sets the collector for runs (``tamesu.cycle_collector``)."""
         if self._services is None:
+            from tamesu.actors.services import RunServices
             from tamesu.cycle_collector import set_for_worker
-
-            from ..services import RunServices
 
             self._services = RunServices.create(
                 update_golden=self.update_golden,

@@ -3,7 +3,7 @@
 Both placements have the same shape, so the scheduler does not care which one it drives:
 ``await placement.run(spec, secrets=..., timeout=...)`` returns a ``GraphOutcome`` and never raises
 for what a run does (an unreachable agent, a dead Ray worker); ``await placement.aclose()`` ends it.
-Only ``tamesu.actors.placement.ray`` imports Ray, and only when that placement is made.
+Only ``tamesu.runner.placement.ray`` imports Ray, and only when that placement is made.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
+    from tamesu.actors.graph import OutcomeSink, Ready
+    from tamesu.actors.services import RunServices
     from tamesu.kernel.outcome import GraphOutcome
-    from tamesu.runner.spec import RunSpec
-
-    from ..graph import OutcomeSink, Ready
-    from ..services import RunServices
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["Placement", "make_placement"]
 
@@ -46,7 +45,8 @@ def make_placement(
 ) -> Placement:
     """``local`` (options: encode_boundary) or ``ray`` (options: address, num_workers, ...)."""
     if kind == "local":
-        from ..services import RunServices
+        from tamesu.actors.services import RunServices
+
         from .local import LocalPlacement
 
         if services is None:

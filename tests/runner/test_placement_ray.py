@@ -10,13 +10,12 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from tamesu.actors.placement.local import LocalPlacement  # noqa: E402
-from tamesu.actors.placement.ray import RayPlacement  # noqa: E402
 from tamesu.actors.services import RunServices  # noqa: E402
 from tamesu.kernel.outcome import GraphOutcome  # noqa: E402
-
-from . import agents  # noqa: E402
-from .agents import Check, check, make_spec, register  # noqa: E402
+from tamesu.runner.placement.local import LocalPlacement  # noqa: E402
+from tamesu.runner.placement.ray import RayPlacement  # noqa: E402
+from tests.actors import agents  # noqa: E402
+from tests.actors.agents import Check, check, make_spec, register  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

@@ -37,13 +37,8 @@ import msgspec
 import ray
 import ray.exceptions
 
-from tamesu.errors import ClusterLost
-from tamesu.kernel.events import RunError
-from tamesu.kernel.outcome import GraphOutcome
-from tamesu.kernel.transcript import Transcript
-
-from ..graph import OutcomeSink, Ready
-from ..pools import (
+from tamesu.actors.graph import OutcomeSink, Ready
+from tamesu.actors.pools import (
     Autoscaler,
     Batcher,
     SpeechServer,
@@ -52,13 +47,18 @@ from ..pools import (
     audio_of,
     transcription_of,
 )
+from tamesu.errors import ClusterLost
+from tamesu.kernel.events import RunError
+from tamesu.kernel.outcome import GraphOutcome
+from tamesu.kernel.transcript import Transcript
+
 from .head import HEAD_GRACE_S, HeadWatch
 from .worker import FAILED, NEED_PARTS, RunItem, RunWorker, SpecSplitter, read_outcome
 
 if TYPE_CHECKING:
     from tamesu.audio.stt import Transcription
     from tamesu.audio.tts import Audio
-    from tamesu.runner.spec import RunSpec
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["RayPlacement", "RaySpeechClient", "RaySpeechPool", "RunWorker"]
 

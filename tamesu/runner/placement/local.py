@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
+from tamesu.actors.graph import OutcomeSink, Ready, RunGraph
 from tamesu.kernel.outcome import GraphOutcome
 
-from ..graph import OutcomeSink, Ready, RunGraph
-
 if TYPE_CHECKING:
-    from tamesu.runner.spec import RunSpec
-
-    from ..services import RunServices
+    from tamesu.actors.services import RunServices
+    from tamesu.run_spec import RunSpec
 
 __all__ = ["LocalPlacement"]
 

@@ -7,8 +7,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tamesu.actors.placement.local import LocalPlacement
-from tamesu.actors.placement.worker import (
+from tamesu.actors.services import RunServices
+from tamesu.kernel.events import CustomEvent
+from tamesu.kernel.outcome import GraphOutcome
+from tamesu.kernel.transcript import Transcript
+from tamesu.run_spec import RunSpec
+from tamesu.runner.placement.local import LocalPlacement
+from tamesu.runner.placement.worker import (
     DONE,
     FAILED,
     NEED_PARTS,
@@ -19,13 +24,7 @@ from tamesu.actors.placement.worker import (
     pack_outcome,
     read_outcome,
 )
-from tamesu.actors.services import RunServices
-from tamesu.kernel.events import CustomEvent
-from tamesu.kernel.outcome import GraphOutcome
-from tamesu.kernel.transcript import Transcript
-from tamesu.runner.spec import RunSpec
-
-from .agents import Check, HangingAdapter, check, make_spec, register
+from tests.actors.agents import Check, HangingAdapter, check, make_spec, register
 
 pytestmark = [pytest.mark.unit, pytest.mark.timing]
 
