@@ -1,5 +1,5 @@
-"""The CLI commands, one module each (``add_arguments(parser)`` and ``run(args) -> int``), and
-``job``, what a job submitted to a Ray cluster runs there.
+"""The CLI commands, one module each (``add_arguments(parser)`` and ``run(args) -> int``); what a
+job submitted to a Ray cluster runs there is ``tamesu.cluster_job``.
 
 This package stays light on purpose: ``tamesu --help`` and ``tamesu validate`` import it, so only
 the standard library is imported here, and each command imports what it needs inside ``run``.

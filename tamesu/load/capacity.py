@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tamesu.config.load_profile import CapacitySearch
     from tamesu.load.driver import LoadDriver, LoadOutcome
     from tamesu.load.gates import GateResult, Gates
-    from tamesu.load.stats import CallSample, LoadStats
+    from tamesu.load.samples import CallSample, LoadStats
 
 __all__ = ["CapacityOutcome", "CapacitySearcher", "CpuMeter", "Level", "StepRule"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.load.capacity import CapacityOutcome, CapacitySearcher, CpuMeter
 from tamesu.load.driver import LoadOutcome
-from tamesu.load.stats import LoadStats
+from tamesu.load.samples import LoadStats
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock

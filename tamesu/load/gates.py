@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tamesu.errors import UsageError
-from tamesu.load.stats import SERIES, CallSample, window_rows
+from tamesu.load.samples import SERIES, CallSample, window_rows
 from tamesu.metrics import percentile, resolve_metric
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 ``RayJobs`` is the one wrapper around Ray's job submission SDK (the dashboard's HTTP API, usually
 ``http://HEAD:8265``); the suite folder travels as the job's ``working_dir``. On the cluster the job
-runs ``python -m tamesu.commands.job run|load ...``: the usual command against the cluster
+runs ``python -m tamesu.cluster_job run|load ...``: the usual command against the cluster
 (``--address auto``), writing into a fresh directory, which is then packed (tar.gz) and printed to
 the job's log between ``[tamesu-artifact]`` markers, followed by ``[tamesu-exit] CODE``. The log is
 the one channel every cluster has, so fetching needs no shared storage; ``unpack_artifacts`` turns
@@ -38,7 +38,7 @@ __all__ = [
     "visible",
 ]
 
-JOB_MODULE = "tamesu.commands.job"
+JOB_MODULE = "tamesu.cluster_job"
 """What a job runs on the cluster (``python -m``): the command, then its packed results."""
 ARTIFACT = "[tamesu-artifact]"
 EXIT = "[tamesu-exit]"

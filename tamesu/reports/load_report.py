@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tamesu.load.stats import SERIES, CallSample, capacity_held, window_rows
+from tamesu.load.samples import SERIES, CallSample, capacity_held, window_rows
 from tamesu.metrics import percentile
 from tamesu.reports.cost import cost_line, usd
 from tamesu.untrusted import printable

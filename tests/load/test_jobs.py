@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.commands.job import report_paths_into
+from tamesu.cluster_job import report_paths_into
 from tamesu.load.jobs import (
     ARTIFACT,
     EXIT,

@@ -52,7 +52,7 @@ def test_the_rayjob_runs_a_load_test_through_the_job_entrypoint() -> None:
     job = load("kuberay/rayjob.yaml")
     assert (job["apiVersion"], job["kind"]) == ("ray.io/v1", "RayJob")
     argv = shlex.split(job["spec"]["entrypoint"])
-    assert argv[:4] == ["python", "-m", "tamesu.commands.job", "load"]
+    assert argv[:4] == ["python", "-m", "tamesu.cluster_job", "load"]
     from tamesu.cli import build_parser
 
     args = build_parser("load").parse_args(argv[3:])

@@ -1,4 +1,4 @@
-"""What a Ray job runs on the cluster: ``python -m tamesu.commands.job run|load [OPTIONS]``.
+"""What a Ray job runs on the cluster: ``python -m tamesu.cluster_job run|load [OPTIONS]``.
 
 It is the usual command against the cluster (``--address auto``) writing into a fresh directory,
 which is then packed into the job's log (``tamesu.load.jobs``) for ``tamesu submit`` to fetch.
@@ -43,7 +43,7 @@ def job_main(argv: Sequence[str], *, stream: TextIO | None = None) -> int:
 
     out = stream or sys.stdout
     if not argv or argv[0] not in ("run", "load"):
-        out.write("usage: python -m tamesu.commands.job run|load [OPTIONS]\n")
+        out.write("usage: python -m tamesu.cluster_job run|load [OPTIONS]\n")
         return 2
     runs = Path(tempfile.mkdtemp(prefix="tamesu-job-"))
     args = [*report_paths_into(argv, runs), "--output", str(runs)]

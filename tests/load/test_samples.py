@@ -9,7 +9,7 @@ from tamesu.kernel.outcome import RunResult
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.load import LoadProfile
 from tamesu.load.gates import Gates, evaluate_gates, gates_for, series_stat
-from tamesu.load.stats import CallSample, LoadStats, fault_kind, sample_of, window_rows
+from tamesu.load.samples import CallSample, LoadStats, fault_kind, sample_of, window_rows
 
 pytestmark = pytest.mark.unit
 
@@ -196,7 +196,7 @@ def test_agent_faults_count_retried_attempts_and_the_ending_error_once() -> None
 
 
 def test_capacity_refusals_say_how_many_calls_the_target_held() -> None:
-    from tamesu.load.stats import capacity_held
+    from tamesu.load.samples import capacity_held
 
     full = result(error="agent answered 503 after 3 attempts: overloaded", kind="capacity")
     assert fault_kind(full) == "http_5xx", "the fault kinds stay those of the answer"
