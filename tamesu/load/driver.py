@@ -26,8 +26,8 @@ import msgspec
 
 from tamesu.errors import ClusterLost, HookError
 from tamesu.kernel.outcome import RunResult
-from tamesu.load.shapes import ArrivalSchedule, target_in_flight
 from tamesu.load.samples import CallSample, LoadStats, sample_of
+from tamesu.load.shapes import ArrivalSchedule, target_in_flight
 from tamesu.runner.attempt import Attempts
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.setup import Budget
