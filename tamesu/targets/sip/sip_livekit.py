@@ -27,8 +27,8 @@ from tamesu.templates import render_text
 if TYPE_CHECKING:
     from tamesu.targets.sip.adapter import SipAdapter
 
-    from .livekit_audio import RoomAudio
-    from .livekit_link import RoomLink
+    from tamesu.targets.livekit.livekit_audio import RoomAudio
+    from tamesu.targets.livekit.livekit_link import RoomLink
 
 __all__ = ["TrunkCall", "dial_through_livekit", "end_of"]
 
@@ -93,9 +93,9 @@ class TrunkCall:
         from tamesu.voice.session import VoiceSession
         from tamesu.voice.settings import VoiceSettings
 
-        from .livekit import api_url, mint_token
-        from .livekit_audio import RATE, RoomAudio
-        from .livekit_link import RoomLink
+        from tamesu.targets.livekit.adapter import api_url, mint_token
+        from tamesu.targets.livekit.livekit_audio import RATE, RoomAudio
+        from tamesu.targets.livekit.livekit_link import RoomLink
 
         adapter, ctx, config = self.adapter, self.adapter.ctx, self.adapter.config
         url, key, secret = self._server()
