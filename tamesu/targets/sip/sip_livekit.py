@@ -90,12 +90,11 @@ class TrunkCall:
     async def start(self) -> None:
         from livekit import api
 
-        from tamesu.voice.session import VoiceSession
-        from tamesu.voice.settings import VoiceSettings
-
         from tamesu.targets.livekit.adapter import api_url, mint_token
         from tamesu.targets.livekit.livekit_audio import RATE, RoomAudio
         from tamesu.targets.livekit.livekit_link import RoomLink
+        from tamesu.voice.session import VoiceSession
+        from tamesu.voice.settings import VoiceSettings
 
         adapter, ctx, config = self.adapter, self.adapter.ctx, self.adapter.config
         url, key, secret = self._server()
