@@ -35,10 +35,10 @@ from tamesu.kernel.outcome import AssertionResult, GraphOutcome
 from tamesu.kernel.transcript import Transcript, turn_view
 from tamesu.metrics import compute_metrics
 from tamesu.secrets import SecretStore
-from tamesu.simulator import UserSimulator, make_simulator
 from tamesu.speech_pool import MeteredSpeech
 from tamesu.templates import Scope, render_text
 from tamesu.untrusted import json_bytes
+from tamesu.users.simulator import UserSimulator, make_simulator
 from tamesu.wire.faults import AgentFaults
 
 from .base import Actor, drive, error_message, roundtrip

@@ -19,8 +19,8 @@ from .base import Actor
 if TYPE_CHECKING:
     from tamesu.clock import Clock
     from tamesu.kernel.transcript import Transcript
-    from tamesu.simulator import UserSimulator
     from tamesu.targets.base import TargetAdapter
+    from tamesu.users.simulator import UserSimulator
 
 __all__ = ["SimulatorActor"]
 

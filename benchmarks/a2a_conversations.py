@@ -9,7 +9,7 @@ clients'. Three clients run the same scripted three-turn conversations, taking t
 
 - ``a2a-sdk``: the SDK's own client (one ``Client`` from the card, read once), sending the three
   messages of each conversation in one context, non-streaming: the ceiling tamesu is measured against;
-- ``tamesu (a2a)``: ``tamesu.runner.api.run_async`` on a suite whose a2a target talks to the same
+- ``tamesu (a2a)``: ``tamesu.run_async`` on a suite whose a2a target talks to the same
   agent (each run reads the card, checks nothing else, and records a transcript file);
 - ``tamesu (rest)``: the same harness on the REST benchmark's aiohttp agent
   (``benchmarks/conversations.py``), for the figure beside it.

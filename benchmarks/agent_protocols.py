@@ -248,7 +248,7 @@ async def with_tamesu(
 ) -> dict[str, float]:
     """``run_async`` on one three-turn test repeated; timed from the first run started to the last
     recorded (as benchmarks/conversations.py does)."""
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
     from tamesu.runner.invocation import Reporter
 
     class Clock(Reporter):

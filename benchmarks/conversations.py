@@ -7,7 +7,7 @@ The agent is a loopback aiohttp server that answers at once (its own process, so
 not the client's). These clients run the same 3000 scripted conversations of three turns:
 
 - ``bare``: one aiohttp ClientSession posting the three messages of each conversation in turn;
-- ``tamesu``: ``tamesu.runner.api.run_async`` (plan, scheduler, local placement, run graph,
+- ``tamesu``: ``tamesu.run_async`` (plan, scheduler, local placement, run graph,
   assertions, results store: transcripts appended to the run's transcript log and results
   fsync'd in batches as runs finish); ``store_cpu_ms_per_turn`` is the results writer's share of
   its CPU time;
@@ -215,7 +215,7 @@ async def with_tamesu(
     The run directory goes under ``where`` (kept: deleting thousands of files makes the next
     measurement pay for the filesystem's discards), else a temporary directory. ``suite_text``
     replaces the REST suite (another benchmark's target, such as a2a)."""
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
     from tamesu.runner.invocation import Reporter
 
     class Clock(Reporter):

@@ -224,13 +224,14 @@ def _problems(doc: dict[str, Any], folder: Path) -> list[ConfigError]:
     import yaml
 
     from tamesu.config.loader import load_suite
+    from tamesu.environment import MACHINE_CHECKS
 
     with tempfile.NamedTemporaryFile(
         "w", suffix=".yaml", prefix=".tamesu-generate-", dir=folder, delete=False, encoding="utf-8"
     ) as f:
         yaml.safe_dump(doc, f, sort_keys=False, allow_unicode=True)
     try:
-        load_suite(f.name)
+        load_suite(f.name, checks=MACHINE_CHECKS)
     except ConfigErrors as exc:
         return list(exc.errors)
     except ConfigError as exc:

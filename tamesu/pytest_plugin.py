@@ -82,10 +82,11 @@ class SuiteFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from tamesu.config.loader import validate_paths
+        from tamesu.environment import MACHINE_CHECKS
         from tamesu.errors import ConfigErrors
         from tamesu.runner.plan import plan
 
-        report = validate_paths([self.path])
+        report = validate_paths([self.path], checks=MACHINE_CHECKS)
         if report.errors:
             raise ConfigErrors(report.errors)
         for loaded in report.suites:

@@ -301,7 +301,7 @@ async def test_closing_the_client_closes_the_lanes_connections(raw) -> None:  # 
 def test_a_run_in_an_application_on_uvloop_takes_the_lane(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """uvloop (which many services embed tamesu under) has no ``happy_eyeballs_delay``."""
     uvloop = pytest.importorskip("uvloop")
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
     from tamesu.testing import EchoAgent, serve_echo_agent
 
     suite = tmp_path / "suite.yaml"

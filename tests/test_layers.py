@@ -100,7 +100,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
         "tamesu.version",
     )),
     ("the contract and our protocol libraries", (
-        "tamesu.config", "tamesu.templates", "tamesu.secrets", "tamesu.playbooks", "tamesu.packs",
+        "tamesu.config", "tamesu.templates", "tamesu.secrets", "tamesu.playbooks",
         "tamesu.fuzz", "tamesu.sip",
     )),
     ("signal code, HTTP, model providers, speech pools", (
@@ -151,53 +151,13 @@ def test_every_module_has_a_floor() -> None:
     assert [m for m in MODULES if floor_of(m) < 0] == []
 
 
-NOT_YET_MOVED = {
-    ("tamesu.redteam.attacker", "tamesu.model_user"),
-    ("tamesu.config.loader", "tamesu.environment"),
-    ("tamesu.config.checks", "tamesu.environment"),
-    ("tamesu.config.checks", "tamesu.models.local_gguf"),
-    ("tamesu.config.checks", "tamesu.models.refs"),
-    ("tamesu.config.voicechecks", "tamesu.audio.noise"),
-    ("tamesu.config.voicechecks", "tamesu.audio.voices"),
-    ("tamesu.config.voicechecks", "tamesu.audio.engines"),
-    ("tamesu.runner.publish", "tamesu.history"),
-    ("tamesu.runner.publish", "tamesu.history.record"),
-    ("tamesu.runner.publish", "tamesu.telemetry"),
-    ("tamesu.runner.api", "tamesu.reports.json_report"),
-    ("tamesu.runner.api", "tamesu.reports.junit"),
-    ("tamesu.runner.api", "tamesu.reports.html"),
-    ("tamesu.runner.api", "tamesu.reports.rundir"),
-    ("tamesu.runner.api", "tamesu.reports.sarif"),
-    ("tamesu.runner.attempt", "tamesu.replay_user"),
-    ("tamesu.actors.simulator_actor", "tamesu.simulator"),
-    ("tamesu.actors.graph", "tamesu.simulator"),
-}
-"""Issue 25's redesign is half way: these upward imports are the moves still to make (the machine
-checks in config, the simulated users' package, the runner's output sink). The list only shrinks:
-an entry that no longer occurs fails the test below, so a finished move must strike its line."""
-
-
-def _upward() -> set[tuple[str, str]]:
-    return {
-        (i.module, i.target)
-        for i in IMPORTS
-        if i.target in MODULES and floor_of(i.target) > floor_of(i.module)
-    }
-
-
 def test_every_import_points_down_or_sideways() -> None:
     upward = [
         f"{i} ({FLOORS[floor_of(i.module)][0]} -> {FLOORS[floor_of(i.target)][0]})"
         for i in IMPORTS
-        if i.target in MODULES
-        and floor_of(i.target) > floor_of(i.module)
-        and (i.module, i.target) not in NOT_YET_MOVED
+        if i.target in MODULES and floor_of(i.target) > floor_of(i.module)
     ]
     assert upward == []
-
-
-def test_the_moves_still_to_make_are_still_there() -> None:
-    assert sorted(NOT_YET_MOVED - _upward()) == []
 
 
 COMMAND_LINE = _under("tamesu.cli", "tamesu.commands", "tamesu.__main__", "tamesu.cluster_job")
@@ -209,6 +169,10 @@ RULES: dict[str, tuple[Callable[[str], bool], Callable[[str], bool]]] = {
     "the SIP stack is a protocol library: it knows nothing else of tamesu": (
         _under("tamesu.sip"),
         lambda name: name.startswith("tamesu") and not _under("tamesu.sip")(name),
+    ),
+    "the red team's playbooks lie beside the contract: config reads them, they read no config": (
+        _under("tamesu.playbooks"),
+        lambda name: name.startswith("tamesu") and not _under("tamesu.playbooks", "tamesu.registry", "tamesu.errors")(name),
     ),
     "the wire knows no target type and no voice stage": (
         _under("tamesu.wire"),
@@ -239,7 +203,7 @@ RULES: dict[str, tuple[Callable[[str], bool], Callable[[str], bool]]] = {
 def test_a_layer_imports_only_what_lies_below_it(rule: str) -> None:
     source, forbidden = RULES[rule]
     found = [i for i in IMPORTS if source(i.module) and forbidden(i.target)]
-    assert [str(i) for i in found if (i.module, i.target) not in NOT_YET_MOVED] == [], rule
+    assert [str(i) for i in found] == [], rule
 
 
 def test_the_rules_see_imports_in_functions_and_for_types() -> None:
@@ -308,15 +272,8 @@ def test_no_two_packages_import_each_other() -> None:
         if i.runtime and i.target in MODULES and a != b and b != "tamesu":
             graph[a].add(b)
             edges.setdefault((a, b), str(i))
-    knots = [part for part in _strong_parts(graph) if part not in KNOTS_NOT_YET_UNTIED]
+    knots = _strong_parts(graph)
     assert [[edges[(a, b)] for a in part for b in part if (a, b) in edges] for part in knots] == []
-
-
-KNOTS_NOT_YET_UNTIED = [
-    ["tamesu.config", "tamesu.environment", "tamesu.packs", "tamesu.playbooks"],
-    ["tamesu.history", "tamesu.load", "tamesu.reports", "tamesu.runner", "tamesu.telemetry"],
-]
-"""The two knots the rest of issue 25 unties (config's machine checks; the runner's outputs)."""
 
 
 def test_each_protocol_is_declared_once() -> None:

@@ -9,11 +9,11 @@ import pytest
 
 from tamesu.config import Persona, Scenario
 from tamesu.kernel.transcript import Transcript, Turn
-from tamesu.model_user import ModelUser
 from tamesu.models import ModelRouter, UsageLedger
 from tamesu.models.refs import custom_provider
 from tamesu.templates import Scope
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
+from tamesu.users.model_user import ModelUser
 
 pytestmark = pytest.mark.integration
 

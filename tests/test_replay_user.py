@@ -13,8 +13,8 @@ from tamesu.cli import main
 from tamesu.config import Replay, Scenario
 from tamesu.kernel.messages import AudioClip
 from tamesu.kernel.transcript import Transcript, Turn
-from tamesu.replay_user import ReplayUser, replay_result, word_overlap
-from tamesu.simulator import UserSimulator
+from tamesu.users.replay_user import ReplayUser, replay_result, word_overlap
+from tamesu.users.simulator import UserSimulator
 
 from .example_agents import example_agent
 

@@ -10,10 +10,10 @@ from tamesu.errors import ConfigError, ModelError
 from tamesu.kernel.messages import FileRef, UserTurn
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.runner.plan import plan
-from tamesu.scripted_user import ScriptedUser
-from tamesu.simulator import UserSimulator, make_simulator
 from tamesu.spoken import says
 from tamesu.templates import Scope
+from tamesu.users.scripted_user import ScriptedUser
+from tamesu.users.simulator import UserSimulator, make_simulator
 
 pytestmark = pytest.mark.unit
 
@@ -261,8 +261,8 @@ def test_make_simulator_with_a_goal_needs_a_model() -> None:
 def test_make_simulator_hands_goals_to_the_model_user() -> None:
     from types import SimpleNamespace
 
-    from tamesu.model_user import ModelUser
     from tamesu.models import ModelRouter
+    from tamesu.users.model_user import ModelUser
 
     spec = _spec({"goal": "Ask about returns"})
     router = ModelRouter(

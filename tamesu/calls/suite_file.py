@@ -87,13 +87,14 @@ def suite_target_type(text: str, target: str, *, file: str) -> tuple[str, set[st
 def write_suite(path: Path, text: str) -> None:
     """Validate ``text`` as the suite at ``path`` and only then replace the file."""
     from tamesu.config.loader import load_suite
+    from tamesu.environment import MACHINE_CHECKS
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".yaml", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        load_suite(name)
+        load_suite(name, checks=MACHINE_CHECKS)
         os.replace(name, path)
     except BaseException:
         Path(name).unlink(missing_ok=True)

@@ -47,11 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tamesu.config.loader import validate_paths
+    from tamesu.environment import MACHINE_CHECKS
     from tamesu.errors import UsageError
     from tamesu.generation import generate
 
     color = bool(getattr(args, "use_color", False))
-    report = validate_paths([args.path or "."])
+    report = validate_paths([args.path or "."], checks=MACHINE_CHECKS)
     if report.errors:
         print_config_errors(report.errors, color=color)
         return EXIT_CONFIG

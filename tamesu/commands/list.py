@@ -20,10 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tamesu.config.loader import validate_paths
+    from tamesu.environment import MACHINE_CHECKS
     from tamesu.runner.plan import plan
 
     color = bool(getattr(args, "use_color", False))
-    report = validate_paths(args.paths or ["."])
+    report = validate_paths(args.paths or ["."], checks=MACHINE_CHECKS)
     if report.errors:
         print_config_errors(report.errors, color=color, stream=sys.stderr)
         return EXIT_CONFIG

@@ -98,9 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tamesu import run as run_suites
     from tamesu.commands.serve import loopback_livekit
     from tamesu.reports.console import ConsoleReporter
-    from tamesu.runner.api import run as run_suites
     from tamesu.secrets import Redactor
 
     redactor = Redactor()

@@ -125,6 +125,7 @@ def fetch_results(
 def run(args: argparse.Namespace) -> int:
     from tamesu.commands import EXIT_CONFIG, EXIT_INFRA, print_config_errors
     from tamesu.config.loader import validate_paths
+    from tamesu.environment import MACHINE_CHECKS
     from tamesu.errors import UsageError
     from tamesu.load.jobs import RayJobs
     from tamesu.runner.results import output_dir
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.address:
         raise UsageError("tamesu submit needs --address http://HEAD:8265 (or TAMESU_ADDRESS)")
     paths = [Path(p).resolve() for p in (args.paths or ["."])]
-    report = validate_paths(paths)
+    report = validate_paths(paths, checks=MACHINE_CHECKS)
     if report.errors:
         print_config_errors(report.errors, color=bool(getattr(args, "use_color", False)), stream=sys.stderr)
         return EXIT_CONFIG

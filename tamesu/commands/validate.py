@@ -44,10 +44,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from tamesu.config.loader import validate_paths
+    from tamesu.environment import MACHINE_CHECKS
 
     color = bool(getattr(args, "use_color", False))
     strict = bool(getattr(args, "strict", False))
-    report = validate_paths(args.paths or ["."])
+    report = validate_paths(args.paths or ["."], checks=MACHINE_CHECKS)
     errors: list[ConfigError] = report.errors
     warnings = _unique(report.warnings)
     suites, tests = len(report.suites), report.tests

@@ -9,12 +9,12 @@ located ConfigError.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tamesu.config.model_needs import ModelNeed, assertion_items, model_needs, tests_of
+from tamesu.config.model_needs import assertion_items, tests_of
 from tamesu.config.scriptparts import check_script_parts
 from tamesu.config.valuechecks import check_values
 from tamesu.config.yamlload import KeyPath, YamlDoc, format_path
@@ -22,7 +22,7 @@ from tamesu.errors import ConfigError
 from tamesu.templates import DYNAMIC_NAMES, template_names
 from tamesu.untrusted import OutsideFolder, inside
 
-__all__ = ["check_document", "check_model_needs"]
+__all__ = ["SuiteCheck", "SuiteFile", "check_document"]
 
 
 def did_you_mean(word: str, options: Iterable[str]) -> str:
@@ -30,6 +30,33 @@ def did_you_mean(word: str, options: Iterable[str]) -> str:
     from tamesu.config.errors_map import did_you_mean as suggest
 
     return suggest(word, options)
+
+
+@dataclass(frozen=True)
+class SuiteFile:
+    """One suite file as a check outside the contract reads it: its data with positions, its folder,
+    and the tamesu.yaml it is checked against."""
+
+    doc: YamlDoc
+    suite_dir: Path
+    project: Mapping[str, Any] | None = None
+    project_dir: Path | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.doc.data
+
+    def error(self, message: str, path: KeyPath, *, hint: str = "") -> ConfigError:
+        """A ConfigError located at ``path``'s value in the suite file."""
+        line, col = self.doc.positions.value(path)
+        return ConfigError(
+            message, file=self.doc.file, line=line, column=col, path=format_path(path), hint=hint
+        )
+
+
+SuiteCheck = Callable[[SuiteFile], list[ConfigError]]
+"""A check a face adds to loading (``load_suite(..., checks=...)``): it returns located errors; an
+``Unrunnable`` among them leaves the suite loadable and marks the tests it reaches."""
 
 
 @dataclass
@@ -53,12 +80,14 @@ def check_document(
     project: Mapping[str, Any] | None = None,
     update_golden: bool = False,
     project_dir: Path | None = None,
+    checks: Sequence[SuiteCheck] = (),
 ) -> list[ConfigError]:
     """Every cross-reference problem of a suite file whose data the models accept, sorted by position.
 
     ``suite_dir`` is the suite's folder (files are relative to it); ``project`` is the tamesu.yaml
-    mapping the suite is checked against, None when there is none; ``project_dir`` its folder (where
-    a relative ``local/PATH.gguf`` may also be).
+    mapping the suite is checked against, None when there is none; ``project_dir`` its folder.
+    ``checks`` run after these on the same file: the machine's (``tamesu.environment.MACHINE_CHECKS``),
+    which the contract cannot know, passed in by the faces that load suites to run them here.
     """
     ctx = _Ctx(doc, suite_dir, [])
     data: dict[str, Any] = doc.data
@@ -76,60 +105,12 @@ def check_document(
         secrets=set(_keys((project or {}).get("secrets"))) | set(_keys(data.get("secrets"))),
         case_vars=_case_vars(ctx, data, files_ok),
     )
-    _check_voice(ctx, data)
     ctx.errors.extend(check_values(doc))
     ctx.errors.extend(check_script_parts(doc))
-    ctx.errors.extend(
-        check_model_needs(
-            model_needs(data),
-            suite=data,
-            project=project,
-            file=doc.file,
-            positions=doc.positions,
-            base_dirs=[d for d in (suite_dir, project_dir) if d is not None],
-        )
-    )
-    from tamesu.environment import check_environment
-
-    ctx.errors.extend(
-        check_environment(data, file=doc.file, positions=doc.positions, suite_dir=suite_dir,
-                          project=project, project_dir=project_dir)
-    )  # fmt: skip
+    file = SuiteFile(doc, suite_dir, project, project_dir)
+    for check in checks:
+        ctx.errors.extend(check(file))
     return sorted(ctx.errors, key=lambda e: (e.line or 0, e.column or 0, e.path))
-
-
-class _Attrs:
-    """Attribute access over a suite's plain mapping (missing keys read as None), for checks the
-    voice package defines on the models' attribute names."""
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = data
-
-    def __getattr__(self, name: str) -> Any:
-        value = self._data.get(name)
-        return _Attrs(value) if isinstance(value, Mapping) else value
-
-
-def _check_voice(ctx: _Ctx, data: dict[str, Any]) -> None:
-    """Audio tests: the voice resolves, noise files exist, mode fits. These need the voice extra to
-    check; without it the tests cannot run here, which ``environment`` reports."""
-    from tamesu.environment import audio_tests
-    from tamesu.extras import EXTRAS
-
-    tests = list(audio_tests(data))
-    if not tests or not EXTRAS["voice"].installed:
-        return
-    for i, test, target in tests:
-        from tamesu.config.voicechecks import check_voice_test
-
-        seen: set[str] = set()
-        for language in test.get("languages") or [None]:
-            for why in check_voice_test(
-                _Attrs(test), _Attrs(target), language=language, suite_dir=ctx.suite_dir
-            ):
-                if why not in seen:
-                    seen.add(why)
-                    ctx.error(why, ("tests", i))
 
 
 def _check_target_refs(ctx: _Ctx, data: dict[str, Any]) -> None:
@@ -156,8 +137,8 @@ def _check_playbooks(ctx: _Ctx, data: dict[str, Any]) -> None:
     if not isinstance(red_team, dict) or not isinstance(red_team.get("playbooks"), list):
         return
     names = red_team["playbooks"]
+    from tamesu.config.attacks import is_audio
     from tamesu.playbooks.catalogue import get_playbook, playbook_names, unknown_names
-    from tamesu.playbooks.expand import is_audio
 
     unknown = set(unknown_names([n for n in names if isinstance(n, str)]))
     target = (data.get("targets") or {}).get(red_team.get("target"))
@@ -340,102 +321,6 @@ def _relocate(ctx: _Ctx, exc: ConfigError, i: int) -> None:
     test = ctx.doc.data["tests"][i]
     path: KeyPath = ("tests", i, key) if key in test else ("tests", i, "name")
     ctx.error(exc.message, path, hint=exc.hint)
-
-
-def check_model_needs(
-    needs: list[ModelNeed],
-    *,
-    suite: Mapping[str, Any],
-    project: Mapping[str, Any] | None,
-    file: str = "<suite>",
-    positions: Any = None,
-    base_dirs: Sequence[Path] = (),
-) -> list[ConfigError]:
-    """One error per part of a test that needs a model no configuration provides.
-
-    Reads ``models:`` (tamesu.yaml, then the suite, key by key), tamesu.yaml ``providers:`` and the
-    environment's conventional keys; a ``local/PATH.gguf`` needs its file (looked for in
-    ``base_dirs``, then the working directory) and llama-cpp-python, a hosted one its client (the
-    models extra). These errors are ``ModelUnavailable``: ``tamesu validate`` warns, and ``tamesu run``
-    reports the tests they reach as errors and runs the suite's other tests.
-    """
-    if not needs:
-        return []
-    from tamesu.environment import Reach
-    from tamesu.errors import ModelUnavailable
-    from tamesu.extras import EXTRAS
-    from tamesu.models.local_gguf import gguf_problem, is_gguf_ref
-    from tamesu.models.refs import custom_provider, missing_credentials, provider_infos
-
-    models: dict[str, Any] = {**_mapping((project or {}).get("models")), **_mapping(suite.get("models"))}
-    credentials = {**_mapping(_mapping((project or {}).get("models")).get("credentials")),
-                   **_mapping(_mapping(suite.get("models")).get("credentials"))}  # fmt: skip
-    custom = {
-        name: custom_provider(name, str(_mapping(p).get("base_url", "")))
-        for name, p in _mapping((project or {}).get("providers")).items()
-    }
-    out: list[ConfigError] = []
-    reach: Reach | None = None
-    clients: dict[str, str | None] = {}  # ref -> what its client lacks: one module search per ref
-    for need in needs:
-        ref = models.get(need.role) or models.get("default")
-        if need.role == "embedder" and not models.get("embedder") and ref:
-            provider = str(ref).split("/", 1)[0]
-            ref = provider_infos.get(provider).default_embedder if provider in provider_infos else None
-        if not ref and need.optional:
-            continue
-        if not ref:
-            keys = (
-                "models.embedder (local/minilm works offline)"
-                if need.role == "embedder"
-                else (f"models.{need.role} or models.default" if need.role != "default" else "models.default")
-            )
-            problem = f"{need.why} needs a model: set {keys} in the suite or tamesu.yaml"
-        elif is_gguf_ref(str(ref)):
-            missing = gguf_problem(str(ref), base_dirs)
-            if missing is None:
-                continue
-            problem = f"{need.why} needs {ref}, which cannot run here: {missing}"
-        elif str(ref).startswith("local/"):
-            embed = EXTRAS["embed"]
-            if embed.installed:
-                continue
-            problem = f"{need.why} needs {ref}, which needs the embed extra: {embed.install}"
-        else:
-            missing = missing_credentials(
-                str(ref), credentials={k: "set" for k in credentials}, custom=custom
-            )
-            if missing is None:
-                if str(ref) not in clients:
-                    clients[str(ref)] = _client_missing(str(ref), custom)
-                missing = clients[str(ref)]
-            if missing is None:
-                continue
-            problem = f"{need.why} needs {ref}, which cannot be called: {missing}"
-        if need.path[0] == "packs":
-            continue  # a suite pack's needs are reported where a test uses the pack
-        line, col = positions.value(need.path) if positions is not None else (None, None)
-        reach = reach or Reach(suite, project)
-        out.append(ModelUnavailable(problem, file=file, line=line, column=col, path=format_path(need.path),
-                                    tests=reach.tests_at(need.path)))  # fmt: skip
-    return out
-
-
-def _client_missing(ref: str, custom: Mapping[str, Any]) -> str | None:
-    """What to install when the model client of ``ref``'s provider is not here, else None."""
-    from tamesu.extras import EXTRAS, model_client_missing
-    from tamesu.models.refs import provider_infos
-
-    provider = ref.split("/", 1)[0]
-    family = "openai" if provider in custom else provider_infos.get(provider).family
-    missing = model_client_missing(family)
-    if not missing:
-        return None
-    return f"{', '.join(missing)} not installed: {EXTRAS['models'].install}"
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, Mapping) else {}
 
 
 _BARE_WHERE = {

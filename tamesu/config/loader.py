@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -19,6 +19,7 @@ from tamesu.errors import ConfigError, ConfigErrors, Unrunnable
 
 if TYPE_CHECKING:
     from tamesu.config import Project, Suite
+    from tamesu.config.checks import SuiteCheck
 
 __all__ = [
     "PROJECT_FILE",
@@ -75,7 +76,7 @@ class ValidationReport:
     @property
     def tests(self) -> int:
         """The suites' tests and the attack tests their ``red_team`` blocks add (as ``tamesu list`` shows)."""
-        from tamesu.playbooks.expand import attack_count
+        from tamesu.config.attacks import attack_count
 
         return sum(len(s.suite.tests) + attack_count(s.suite) for s in self.suites)
 
@@ -127,8 +128,8 @@ def _within(path: str, outer: str) -> bool:
 
 def _unset_first(errors: list[ConfigError], doc: YamlDoc) -> list[ConfigError]:
     """A value refused only because its ``${VAR}`` is not set here says so (then the file cannot load)."""
+    from tamesu.config.reach import unset_variables
     from tamesu.config.yamlload import format_path
-    from tamesu.environment import unset_variables
 
     unset = {format_path(path): name for path, name in unset_variables(doc.data)}
     if not unset:
@@ -221,12 +222,15 @@ def load_suite(
     *,
     project: tuple[Project, Path] | Project | Literal[False] | None = None,
     update_golden: bool = False,
+    checks: Sequence[SuiteCheck] = (),
 ) -> LoadedSuite:
     """Load, validate and check one suite; raises ConfigErrors with every problem found.
 
     ``project`` is what ``load_project`` returned, a Project (its folder taken to be the suite's),
     None to look for tamesu.yaml from the suite's folder up, or False for no project.
     ``update_golden`` accepts golden files that do not exist yet (the run is about to write them).
+    ``checks`` are added to the contract's (``tamesu.environment.MACHINE_CHECKS`` to ask whether this
+    machine can run the suite); their ``Unrunnable`` problems land in ``LoadedSuite.unrunnable``.
     """
     path = Path(path)
     file = display_path(path)
@@ -244,7 +248,12 @@ def load_suite(
             doc,
             schema,
             lambda: check_document(
-                doc, suite_dir, project=project_data, update_golden=update_golden, project_dir=proj_dir
+                doc,
+                suite_dir,
+                project=project_data,
+                update_golden=update_golden,
+                project_dir=proj_dir,
+                checks=checks,
             ),
         )
         hard = [e for e in errors if not isinstance(e, Unrunnable)]
@@ -336,8 +345,11 @@ def _project_globs(folder: Path) -> tuple[Path, list[str]] | None:
     return found[1], [patterns] if isinstance(patterns, str) else list(patterns)
 
 
-def validate_paths(paths: Iterable[Path | str] = (".",), *, update_golden: bool = False) -> ValidationReport:
-    """Load every suite under ``paths`` and gather every error (project files included, once each)."""
+def validate_paths(
+    paths: Iterable[Path | str] = (".",), *, update_golden: bool = False, checks: Sequence[SuiteCheck] = ()
+) -> ValidationReport:
+    """Load every suite under ``paths`` and gather every error (project files included, once each);
+    ``checks`` as for ``load_suite``."""
     report = ValidationReport()
     paths = list(paths) or ["."]
     seen_errors: set[str] = set()
@@ -358,7 +370,7 @@ def validate_paths(paths: Iterable[Path | str] = (".",), *, update_golden: bool 
              for p in paths])  # fmt: skip
     for f in files:
         try:
-            loaded = load_suite(f, update_golden=update_golden)
+            loaded = load_suite(f, update_golden=update_golden, checks=checks)
         except ConfigErrors as exc:
             add(exc.errors)
         else:
@@ -367,8 +379,10 @@ def validate_paths(paths: Iterable[Path | str] = (".",), *, update_golden: bool 
     return report
 
 
-def validate(paths: Iterable[Path | str] | Path | str = (".",)) -> list[ConfigError]:
+def validate(
+    paths: Iterable[Path | str] | Path | str = (".",), *, checks: Sequence[SuiteCheck] = ()
+) -> list[ConfigError]:
     """Every problem in the suites (files or folders) named by ``paths``; an empty list when all is well."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    return validate_paths(paths).errors
+    return validate_paths(paths, checks=checks).errors

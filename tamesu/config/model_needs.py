@@ -61,7 +61,7 @@ MODEL_PACKS = frozenset(
         "policy_consistency",
     }
 )
-"""Built-in packs that grade with a judge (tamesu.packs marks them needs_model; a test keeps both in step)."""
+"""Built-in packs that grade with a judge (tamesu.config.packs marks them needs_model; a test keeps both in step)."""
 
 
 @dataclass

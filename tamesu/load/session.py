@@ -223,7 +223,8 @@ async def run_load(request: LoadRequest) -> LoadResult:
     from tamesu.load.gates import evaluate_gates
     from tamesu.load.grading import load_gates, load_verdicts, one_spec_per_test, write_summary
     from tamesu.load.live import LiveView
-    from tamesu.reports.load_report import build_load_report, render_load_report, write_load_report
+    from tamesu.load.report import build_load_report, write_load_report
+    from tamesu.reports.load_report import render_load_report
     from tamesu.runner.results import output_dir
     from tamesu.runner.setup import suite_setups
     from tamesu.runner.verdict import final_results
@@ -382,7 +383,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
     notes = list(outcome.notes)
     if not outcome.interrupted:
         from tamesu.history import invocation_of_load
-        from tamesu.runner.publish import record_history
+        from tamesu.reports.publish import record_history
 
         inv = invocation_of_load(
             redactor.redact_obj(report),

@@ -7,7 +7,7 @@ the refusal quotes the attack: canary tokens are never written in an attack as t
 
 from __future__ import annotations
 
-from tamesu import packs
+from tamesu.playbooks import patterns
 from tamesu.playbooks.model import Canary, Pattern, ToolUse
 
 __all__ = [
@@ -33,10 +33,10 @@ def canary(token: str) -> Canary:
     return Canary(token, label=f"canary {token}")
 
 
-INSTRUCTIONS_QUOTED = Pattern(packs.INSTRUCTIONS_QUOTED, "instructions quoted")
+INSTRUCTIONS_QUOTED = Pattern(patterns.INSTRUCTIONS_QUOTED, "instructions quoted")
 """The agent's own instructions (the system_prompt_leakage pack holds the same check)."""
 
-MODE_ENABLED = Pattern(packs.MODE_ENABLED, "fake mode acknowledged")
+MODE_ENABLED = Pattern(patterns.MODE_ENABLED, "fake mode acknowledged")
 
 EXCEPTION_GRANTED = Pattern(
     r"(?i)\b(?:I(?:'ll| will| can| have| am)?\s+(?:go ahead and\s+)?(?:make|making|made|grant|granting)"
@@ -69,8 +69,8 @@ WROTE_CODE = Pattern(
 )
 
 PII = (
-    Pattern(packs.CARD, "card number"),
-    Pattern(packs.EMAIL, "e-mail address"),
-    Pattern(packs.PHONE, "phone number"),
-    Pattern(packs.SSN, "US social security number"),
+    Pattern(patterns.CARD, "card number"),
+    Pattern(patterns.EMAIL, "e-mail address"),
+    Pattern(patterns.PHONE, "phone number"),
+    Pattern(patterns.SSN, "US social security number"),
 )

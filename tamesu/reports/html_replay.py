@@ -1,6 +1,6 @@
 """A replayed call in the report: the recorded call and the new one side by side, turn by turn.
 
-The replay check of the run (``tamesu.replay_user.replay_result``) carries what was recorded: the
+The replay check of the run (``tamesu.users.replay_user.replay_result``) carries what was recorded: the
 caller's turns, the recorded agent's answers and the recording. The recording is embedded with its
 own player above the table (the new call's recording follows, in the run's voice block), and the
 table puts each recorded answer beside the new agent's turn that answers the same caller turn.

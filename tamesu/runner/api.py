@@ -16,14 +16,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.cycle_collector import set_for_runs
 from tamesu.errors import ClusterLost, UsageError
-from tamesu.runner.invocation import InvocationResult, Reporter, RunOptions
+from tamesu.runner.invocation import Finished, InvocationResult, Publisher, Reporter, RunOptions
 from tamesu.runner.livekit_serve import LivekitServe, ServedLivekit, serve_livekit
 from tamesu.runner.prepare import load_suites, needs_speech, plan_runs, router_factory
 from tamesu.runner.rates import EarlyStopper, RateRule
@@ -47,17 +47,21 @@ def run(
     redactor: Redactor | None = None,
     argv: Sequence[str] | None = None,
     livekit_server: LivekitServe | None = None,
+    publishers: Sequence[Publisher] = (),
     **options: Any,
 ) -> InvocationResult:
     """Run suites (files or folders; default the current folder) and return the invocation's result.
 
     ``options`` are the fields of ``RunOptions`` (``concurrency=8, tags=["smoke"], junit="out.xml"``).
+    ``publishers`` are called in turn once the verdicts are in (``tamesu.run`` passes the reports,
+    the history and telemetry); the run directory's results are written either way.
     """
     return asyncio.run(
         run_async(
-            paths, reporter=reporter, redactor=redactor, argv=argv, livekit_server=livekit_server, **options
+            paths, reporter=reporter, redactor=redactor, argv=argv, livekit_server=livekit_server,
+            publishers=publishers, **options,
         )
-    )
+    )  # fmt: skip
 
 
 async def run_async(
@@ -67,6 +71,7 @@ async def run_async(
     redactor: Redactor | None = None,
     argv: Sequence[str] | None = None,
     livekit_server: LivekitServe | None = None,
+    publishers: Sequence[Publisher] = (),
     **options: Any,
 ) -> InvocationResult:
     """``run`` inside a running event loop. ``livekit_server`` serves ``livekit: { serve: true }``
@@ -85,7 +90,9 @@ async def run_async(
     loaded = load_suites(paths or ["."], opts)
     async with contextlib.AsyncExitStack() as services:
         served = await serve_livekit(loaded, services, redactor, livekit_server)
-        return await _run_loaded(loaded, served, paths, resume_dir, opts, started, redactor, reporter, argv)
+        return await _run_loaded(
+            loaded, served, paths, resume_dir, opts, started, redactor, reporter, argv, publishers
+        )
 
 
 async def _run_loaded(
@@ -98,6 +105,7 @@ async def _run_loaded(
     redactor: Redactor,
     reporter: Reporter,
     argv: Sequence[str] | None,
+    publishers: Sequence[Publisher],
 ) -> InvocationResult:
     """Plan, schedule, store and report the loaded suites (the second half of ``run_async``)."""
     specs = plan_runs(loaded, opts)
@@ -166,10 +174,9 @@ async def _run_loaded(
             settings=settings,
             capacity=[held.to_dict() for held in outcome.capacity],
         )
-        _write_reports(result, store, opts, redactor, project=project, note=reporter.note)
-        from tamesu.runner.publish import publish
-
-        publish(result, project=project, project_dir=project_dir, note=reporter.note)
+        finished = Finished(result, store, opts, redactor, project, project_dir, reporter.note)
+        for publish in publishers:
+            publish(finished)
         return result
     finally:
         store.close()
@@ -308,36 +315,3 @@ def interrupt_on_signals(target: Any, *, sigterm: bool = False) -> Any:
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
-
-
-def _write_reports(
-    result: InvocationResult,
-    store: ResultsStore,
-    opts: RunOptions,
-    redactor: Redactor,
-    *,
-    project: Any,
-    note: Callable[[str], None],
-) -> None:
-    from tamesu.reports.json_report import summary, write_json
-    from tamesu.reports.junit import write_junit
-
-    summarised = summary(result)
-    store.write_json("summary.json", redactor.redact_obj(summarised))
-    html = opts.html if opts.html is not None else getattr(project, "html_report", True)
-    if html:
-        from tamesu.reports.html import write_html
-        from tamesu.reports.rundir import RunDirectory
-
-        try:
-            result.report = write_html(RunDirectory.open(store.dir), store.dir / "report.html")
-        except OSError as exc:  # the run's verdicts stand; the page can be made later with tamesu report
-            note(f"report.html not written: {exc}")
-    if opts.junit:
-        write_junit(result, opts.junit, redactor=redactor)
-    if opts.json:
-        write_json(result, opts.json, redactor=redactor, summarised=summarised)
-    if opts.sarif:
-        from tamesu.reports.sarif import write_sarif
-
-        write_sarif(result, opts.sarif, redactor=redactor)

@@ -349,7 +349,7 @@ class Attempts:
             retryable, kind = True, "assertion"
         replay = getattr(getattr(spec.test, "scenario", None), "replay", None)
         if replay is not None and error is None and answer.transcript is not None:
-            from tamesu.replay_user import replay_result
+            from tamesu.users.replay_user import replay_result
 
             answer.results.append(replay_result(replay, answer.transcript, spec.suite_dir))
         result = result_of(

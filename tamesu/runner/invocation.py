@@ -7,18 +7,21 @@ Reports read these; the scheduler calls the reporter. Neither needs the other's 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tamesu.config import Project
     from tamesu.kernel.outcome import RunResult
     from tamesu.run_spec import RunSpec
+    from tamesu.runner.results import ResultsStore
     from tamesu.runner.verdict import TestVerdict
+    from tamesu.secrets import Redactor
 
-__all__ = ["InvocationResult", "Reporter", "RunOptions"]
+__all__ = ["Finished", "InvocationResult", "Publisher", "Reporter", "RunOptions"]
 
 
 @dataclass
@@ -112,3 +115,23 @@ class Reporter:
 
     def note(self, text: str) -> None:
         """Something worth a line in a log: a teardown hook failed, the budget stopped the run."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """An invocation whose tests have their verdicts, handed to each ``Publisher`` in turn."""
+
+    result: InvocationResult
+    store: ResultsStore
+    """The run directory, still open: a publisher may add files to it."""
+    opts: RunOptions
+    redactor: Redactor
+    project: Project | None
+    project_dir: Path | None
+    note: Callable[[str], None]
+    """A warning line: a publisher that cannot do its part says so here and never fails the run."""
+
+
+Publisher = Callable[[Finished], None]
+"""What is done with a finished invocation beyond its results (reports, history, telemetry): the
+layers above the runner, passed in by the faces (``tamesu.run``)."""

@@ -14,10 +14,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tamesu.config.expand import expand_test
+from tamesu.config.packs import expand_packs
 from tamesu.durations import parse_duration
 from tamesu.errors import ConfigError, UsageError
 from tamesu.limits import Limits
-from tamesu.packs import expand_packs
 from tamesu.remote_agents import served
 from tamesu.run_spec import NamedAssertion, RunSpec
 
@@ -168,7 +168,7 @@ def red_team_tests(suite: Suite) -> list[Test]:
     """The adversarial tests ``red_team:`` adds to the suite: one per attack of its playbooks."""
     if suite.red_team is None:
         return []
-    from tamesu.playbooks.expand import red_team_attacks
+    from tamesu.config.attacks import red_team_attacks
 
     return [a.test for a in red_team_attacks(suite)]
 
@@ -177,7 +177,7 @@ def _attacks(loaded: _Loaded) -> list[Any]:
     """The suite's red-team attacks (tamesu.redteam), located in the suite file for errors and reports."""
     if loaded.suite.red_team is None:
         return []
-    from tamesu.playbooks.expand import red_team_attacks
+    from tamesu.config.attacks import red_team_attacks
 
     return red_team_attacks(loaded.suite, where=getattr(loaded, "where", None))
 

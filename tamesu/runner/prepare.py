@@ -25,8 +25,9 @@ __all__ = ["load_suites", "needs_speech", "nothing_selected", "plan_runs", "rout
 def load_suites(paths: Sequence[str | Path], opts: RunOptions) -> list[LoadedSuite]:
     """The suites at ``paths``, validated; ``ConfigErrors`` (exit 2) before anything runs."""
     from tamesu.config.loader import validate_paths
+    from tamesu.environment import MACHINE_CHECKS
 
-    report = validate_paths(paths, update_golden=opts.update_golden)
+    report = validate_paths(paths, update_golden=opts.update_golden, checks=MACHINE_CHECKS)
     if report.errors:
         raise ConfigErrors(report.errors)
     return report.suites

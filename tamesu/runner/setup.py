@@ -103,7 +103,7 @@ def _setup(
 ) -> tuple[SuiteSetup, list[str | None]]:
     """One suite's setup, and for each of its specs why it cannot run for want of a secret (or None)."""
     from tamesu.config import effective_budgets, effective_secrets, effective_vars
-    from tamesu.environment import Reach
+    from tamesu.config.reach import Reach
     from tamesu.runner.hooks import collect_hooks
     from tamesu.secrets import SecretStore
     from tamesu.templates import Scope

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tamesu.config.voicechecks import check_voice_test, is_noise_preset, stt_problem
 from tamesu.durations import parse_duration
+from tamesu.environment.voice import check_voice_test, is_noise_preset, stt_problem
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext

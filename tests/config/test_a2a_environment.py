@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.config.loader import validate_paths
+from tamesu.environment import MACHINE_CHECKS
 from tamesu.extras import EXTRAS, Extra
 
 pytestmark = pytest.mark.unit
@@ -32,7 +33,7 @@ def test_a_missing_a2a_extra_reaches_a2a_targets_and_the_tests_that_serve_remote
 ) -> None:
     monkeypatch.setitem(EXTRAS, "a2a", Extra("a2a", "a2a targets", ("tamesu_no_such_module",)))
     (tmp_path / "s.yaml").write_text(SUITE)
-    warnings = validate_paths([tmp_path / "s.yaml"]).warnings
+    warnings = validate_paths([tmp_path / "s.yaml"], checks=MACHINE_CHECKS).warnings
     found = {(w.path, w.tests) for w in warnings}
     assert found == {
         ("targets.shop.type", (0,)),
@@ -45,4 +46,4 @@ def test_a_missing_a2a_extra_reaches_a2a_targets_and_the_tests_that_serve_remote
 def test_with_the_extra_installed_an_a2a_suite_has_nothing_to_warn_about(tmp_path: Path) -> None:
     pytest.importorskip("a2a.client")
     (tmp_path / "s.yaml").write_text(SUITE)
-    assert validate_paths([tmp_path / "s.yaml"]).warnings == []
+    assert validate_paths([tmp_path / "s.yaml"], checks=MACHINE_CHECKS).warnings == []

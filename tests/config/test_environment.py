@@ -10,7 +10,8 @@ import pytest
 
 from tamesu.cli import main
 from tamesu.config.loader import validate_paths
-from tamesu.environment import Reach
+from tamesu.config.reach import Reach
+from tamesu.environment import MACHINE_CHECKS
 from tamesu.errors import ConfigErrors, Unrunnable
 
 pytestmark = pytest.mark.unit
@@ -50,7 +51,7 @@ def write(tmp_path: Path, *, targets: str = "", tests: str = "", project: str = 
 
 
 def warnings(path: Path) -> list[Unrunnable]:
-    report = validate_paths([path])
+    report = validate_paths([path], checks=MACHINE_CHECKS)
     assert report.errors == [], report.errors
     return report.warnings
 
@@ -126,7 +127,7 @@ def test_target_types_and_assertion_kinds_without_an_adapter_are_warnings(
 
 def test_a_value_the_schema_refuses_because_its_variable_is_unset_says_so(tmp_path: Path) -> None:
     path = _with(tmp_path, 'defaults: { timeout: "${TAMESU_T_OTHER}" }')
-    report = validate_paths([path])
+    report = validate_paths([path], checks=MACHINE_CHECKS)
     (error,) = report.errors
     assert (error.path, error.message) == (
         "defaults.timeout",
@@ -135,7 +136,7 @@ def test_a_value_the_schema_refuses_because_its_variable_is_unset_says_so(tmp_pa
     with pytest.raises(ConfigErrors):
         from tamesu.config.loader import load_suite
 
-        load_suite(path)
+        load_suite(path, checks=MACHINE_CHECKS)
 
 
 def test_validate_warns_strict_makes_it_an_error_and_json_says_which(

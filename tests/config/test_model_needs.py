@@ -8,6 +8,7 @@ import pytest
 
 from tamesu.config.loader import validate_paths
 from tamesu.config.model_needs import MODEL_PACKS
+from tamesu.environment import MACHINE_CHECKS
 from tamesu.errors import ModelUnavailable
 
 pytestmark = pytest.mark.unit
@@ -33,7 +34,7 @@ def errors(tmp_path: Path, kind: str, models: str = "", project: str = "") -> li
     (tmp_path / "s.yaml").write_text(SUITE.format(kind=kind, models=models))
     if project:
         (tmp_path / "tamesu.yaml").write_text(project)
-    report = validate_paths([tmp_path / "s.yaml"])
+    report = validate_paths([tmp_path / "s.yaml"], checks=MACHINE_CHECKS)
     assert report.errors == [] and all(isinstance(e, ModelUnavailable) for e in report.warnings)
     assert len(report.suites) == 1, "the suite still loads: its other tests can run"
     return [f"{e.line}:{e.column} {e.message} at {e.path}" for e in report.warnings]
@@ -83,7 +84,7 @@ def test_packs_and_embedders(tmp_path: Path) -> None:
 
 
 def test_model_packs_match_the_pack_registry() -> None:
-    from tamesu.packs import packs
+    from tamesu.config.packs import packs
 
     assert {name for name in packs.names() if packs.get(name).needs_model} == MODEL_PACKS
 
@@ -91,8 +92,8 @@ def test_model_packs_match_the_pack_registry() -> None:
 def test_validate_warns_and_run_skips_only_that_test(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tamesu import run
     from tamesu.cli import main
-    from tamesu.runner.api import run
 
     (tmp_path / "s.yaml").write_text(SUITE.format(kind='judge: "polite"', models=""))
     monkeypatch.chdir(tmp_path)
@@ -123,4 +124,4 @@ tests:
     scenario: { goal: "Agree on a price" }
 """
     )
-    assert validate_paths([tmp_path / "s.yaml"]).warnings == []
+    assert validate_paths([tmp_path / "s.yaml"], checks=MACHINE_CHECKS).warnings == []

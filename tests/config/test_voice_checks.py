@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tamesu.config.loader import validate_paths
+from tamesu.environment import MACHINE_CHECKS
 from tamesu.errors import Unrunnable
 
 pytestmark = pytest.mark.unit
@@ -27,12 +28,14 @@ tests:
 
 def problems(tmp_path: Path, extra: str, target: str = "phone") -> list[str]:
     (tmp_path / "s.yaml").write_text(SUITE.format(extra=extra, target=target))
-    return [f"{e.path}: {e.message}" for e in validate_paths([tmp_path / "s.yaml"]).errors]
+    return [
+        f"{e.path}: {e.message}" for e in validate_paths([tmp_path / "s.yaml"], checks=MACHINE_CHECKS).errors
+    ]
 
 
 def warnings(tmp_path: Path, extra: str, target: str = "phone") -> list[Unrunnable]:
     (tmp_path / "s.yaml").write_text(SUITE.format(extra=extra, target=target))
-    report = validate_paths([tmp_path / "s.yaml"])
+    report = validate_paths([tmp_path / "s.yaml"], checks=MACHINE_CHECKS)
     assert report.errors == []
     return report.warnings
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tamesu.runner.api import run_async
+from tamesu import run_async
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 
 from ..stored import stored_transcripts

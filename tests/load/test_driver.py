@@ -83,7 +83,7 @@ async def test_every_agent_fault_is_counted_by_kind_and_a_hang_stalls_nothing(
 async def test_5xx_the_connect_policy_retried_within_passing_calls_are_counted(
     agent: tuple[str, FaultAgent], services: RunServices, tmp_path: Path
 ) -> None:
-    from tamesu.reports.load_report import build_load_report
+    from tamesu.load.report import build_load_report
 
     url, fault_agent = agent
     path = write_suite(tmp_path, url, {"cold": ["flaky"]}, attempts=2)
@@ -167,7 +167,7 @@ async def test_an_interrupted_test_resumes_where_it_stopped_without_losing_or_re
 async def test_tamesu_runs_json_report_counts_the_agents_faults_too(
     agent: tuple[str, FaultAgent], tmp_path: Path
 ) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     url, _ = agent
     path = write_suite(tmp_path, url, {"cold": ["flaky"], "busy": ["fail"]}, attempts=2)

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tamesu.config.attacks import red_team_attacks
 from tamesu.config.loader import validate_paths
+from tamesu.environment import MACHINE_CHECKS
 from tamesu.playbooks.catalogue import BUILTIN_PLAYBOOKS, get_playbook
-from tamesu.playbooks.expand import red_team_attacks
 from tamesu.playbooks.languages import (
     LANGUAGES,
     PACK_SIGNALS,
@@ -164,7 +165,7 @@ def test_validate_warns_of_a_language_without_openings_and_the_attacks_run_in_en
 ) -> None:
     path = tmp_path / "shop.yaml"
     path.write_text(SUITE.format(language="pt-BR"))
-    report = validate_paths([path])
+    report = validate_paths([path], checks=MACHINE_CHECKS)
     assert not report.errors
     (warning,) = [w for w in report.warnings if w.path == "red_team.language"]
     assert "no scripted openings in 'pt-BR'" in str(warning) and warning.line == 11
@@ -174,7 +175,7 @@ def test_validate_warns_of_a_language_without_openings_and_the_attacks_run_in_en
     assert attacks[0].test.persona is not None and attacks[0].test.persona.language == "pt-BR"
 
     path.write_text(SUITE.format(language="es-ES"))
-    report = validate_paths([path])
+    report = validate_paths([path], checks=MACHINE_CHECKS)
     assert not report.errors and not [w for w in report.warnings if w.path == "red_team.language"]
     plans = {a.plan.attack: a for a in red_team_attacks(report.suites[0].suite)}
     assert plans["direct_override"].plan.opening[0].say.startswith("Ignora todas")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from tamesu import run_async
 from tamesu.playbooks.catalogue import BUILTIN_PLAYBOOKS, get_playbook
 from tamesu.playbooks.languages import localised_opening, primary
-from tamesu.runner.api import run_async
 from tamesu.runner.invocation import InvocationResult
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 

@@ -32,7 +32,7 @@ def _deterministic(detector: object) -> bool:
     if isinstance(detector, Rubric):
         return False
     if isinstance(detector, PackCheck):
-        from tamesu.packs import packs
+        from tamesu.config.packs import packs
 
         return any("judge" not in item for item in packs.get(detector.pack).items)
     return True

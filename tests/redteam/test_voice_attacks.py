@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tamesu import run_async
 from tamesu.playbooks.catalogue import get_playbook
-from tamesu.runner.api import run_async
 from tamesu.voice.recording import read_recording
 
 from ..stored import stored_transcript

@@ -39,7 +39,7 @@ tests:
 async def test_a_before_each_hook_configures_the_agent_under_test_with_the_remote_agents_url(
     tmp_path: Path,
 ) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     async with serve_a2a_agent() as shop:
         suite = tmp_path / "suite.yaml"
@@ -84,7 +84,7 @@ async def test_remote_agents_serve_the_whole_suite_from_before_all_and_each_run_
     flight share that delegate, and each run's delegated_to reads only its own messages."""
     import httpx
 
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     orders = ["A1", "B2", "C3", "D4"]
     async with serve_a2a_agent() as shop:

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 async def test_on_ray_the_driver_serves_the_suites_remote_agents_and_each_run_gets_its_own(
     tmp_path: Path,
 ) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     orders = ["A1", "B2"]
     async with serve_a2a_agent() as shop:

@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tamesu import run
 from tamesu.kernel.events import Interrupted, VoiceCall, VoiceTurn
 from tamesu.kernel.outcome import RunResult
 from tamesu.kernel.transcript import AudioSegment, Transcript, Turn
-from tamesu.runner.api import run
 from tamesu.runner.invocation import InvocationResult
 from tamesu.runner.results import ResultsStore
 from tamesu.runner.verdict import exit_code, verdicts

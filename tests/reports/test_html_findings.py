@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from tamesu import run_async
 from tamesu.reports.html import render_html, write_html
 from tamesu.reports.rundir import RunDirectory
-from tamesu.runner.api import run_async
 
 from ..redteam.agents import serve_agent
 from .test_html import CHROMIUM, Page, apart

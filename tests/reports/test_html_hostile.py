@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tamesu import run
 from tamesu.reports.html import MAX_VALUE_CHARS, render_html
 from tamesu.reports.rundir import RunDirectory
-from tamesu.runner.api import run
 from tamesu.testing.agents import serve_echo_agent
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,8 @@ import pytest
 
 from tamesu.config import Replay
 from tamesu.kernel.transcript import Transcript, Turn
-from tamesu.replay_user import replay_result
 from tamesu.reports.html_replay import replay_block
+from tamesu.users.replay_user import replay_result
 
 from .builders import run_result
 

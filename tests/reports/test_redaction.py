@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from tamesu import run_async
 from tamesu.reports.console import ConsoleReporter
-from tamesu.runner.api import run_async
 from tamesu.secrets import Redactor
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 from aiohttp import web
 
-from tamesu.runner.api import run_async
+from tamesu import run_async
 from tamesu.secrets import Redactor
 
 from ..stored import stored_lines

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from tamesu import run_async
 from tamesu.reports.console import ConsoleReporter
 from tamesu.reports.html import render_html
 from tamesu.reports.json_report import write_json
 from tamesu.reports.junit import write_junit
 from tamesu.reports.rundir import RunDirectory
 from tamesu.reports.show import render_run
-from tamesu.runner.api import run_async
 from tamesu.runner.invocation import InvocationResult
 from tamesu.runner.results import read_transcript
 from tamesu.testing.model_server import Reply, serve_model_server

@@ -10,8 +10,8 @@ import pytest
 
 from tamesu.config import Project, Suite
 from tamesu.config.loader import LoadedSuite, load_suite
+from tamesu.config.packs import builtin_pack
 from tamesu.errors import ConfigError, Unrunnable, UsageError
-from tamesu.packs import builtin_pack
 from tamesu.run_spec import RunSpec
 from tamesu.runner.plan import matches_filter, plan, quarantine_reason, red_team_tests, selected
 
@@ -330,7 +330,7 @@ def test_pii_leakage_pack_catches_contact_and_card_data(text: str, leaks: bool) 
 
 def test_every_builtin_pack_validates_and_judged_ones_say_so() -> None:
     from tamesu.config.assertions.custom import BUILTIN_PACKS
-    from tamesu.packs import pack_names, packs
+    from tamesu.config.packs import pack_names, packs
 
     for name in BUILTIN_PACKS:
         items = builtin_pack(name)

@@ -270,7 +270,7 @@ tests:
 
 @pytest.mark.integration
 async def test_resume_redoes_only_runs_without_a_final_result(tmp_path: Path) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
     from tamesu.testing import EchoAgent, serve_echo_agent
 
     agent = EchoAgent()
@@ -302,7 +302,7 @@ async def test_resume_redoes_only_runs_without_a_final_result(tmp_path: Path) ->
 
 @pytest.mark.integration
 async def test_resume_continues_a_run_directory_written_before_results_had_a_format(tmp_path: Path) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
     from tamesu.testing import EchoAgent, serve_echo_agent
 
     agent = EchoAgent()

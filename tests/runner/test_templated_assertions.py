@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.runner.api import run_async
+from tamesu import run_async
 from tamesu.testing.agents import serve_echo_agent
 
 pytestmark = pytest.mark.integration

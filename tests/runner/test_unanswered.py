@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from tamesu import run_async
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.reports.console import ConsoleReporter
 from tamesu.reports.show import render_run
-from tamesu.runner.api import run_async
 from tamesu.runner.invocation import InvocationResult
 from tamesu.runner.results import read_transcript
 from tamesu.runner.unanswered import unanswered

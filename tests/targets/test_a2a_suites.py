@@ -52,7 +52,7 @@ tests:
 async def test_a_delegation_chain_reaches_the_remote_agent_and_is_graded(
     tmp_path: Path, transport: str
 ) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     async with serve_a2a_agent() as shop:
         suite = tmp_path / "suite.yaml"
@@ -93,7 +93,7 @@ tests:
 
 
 async def test_an_a2a_counterpart_plays_the_user(tmp_path: Path) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     async with serve_a2a_agent(name="Buyer") as buyer, serve_a2a_agent(name="Supplier") as supplier:
         suite = tmp_path / "suite.yaml"

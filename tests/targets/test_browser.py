@@ -336,7 +336,7 @@ tests:
 async def test_a_suite_runs_steps_and_a_chat_and_grades_them(
     shop: tuple[WebShop, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     monkeypatch.setattr(browser_steps, "ASSERT_WAIT", 0.5)
     _, url = shop

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("playwright.async_api", reason="pip install 'tamesu[browser]'")
 
+from tamesu import run_async
 from tamesu.extras import chromium_path
 from tamesu.kernel.events import BrowserMocked, BrowserRecording
-from tamesu.runner.api import run_async
 from tamesu.targets.browser.browser_session import shared_browser
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server
 from tamesu.testing.web_shop import WebShop

@@ -83,7 +83,7 @@ tests:
 async def test_a_suite_drives_datasette_with_steps_and_grades_them(
     datasette: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     monkeypatch.setattr(browser_steps, "ASSERT_WAIT", 0.5)
     suite = tmp_path / "suite.yaml"

@@ -15,11 +15,11 @@ from typing import Any
 import grpc
 import pytest
 
+from tamesu import run_async
 from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
 from tamesu.kernel.messages import AgentPartial, Handoff, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.limits import LimitExceeded, Limits
-from tamesu.runner.api import run_async
 from tamesu.targets.base import targets
 from tamesu.targets.grpc.grpc_stubs import agent_pb2 as pb
 from tamesu.targets.grpc.grpc_stubs import agent_pb2_grpc

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tamesu import run_async
 from tamesu.config import Models
 from tamesu.config.target import parse_target
 from tamesu.errors import TargetError
@@ -21,7 +22,6 @@ from tamesu.kernel.messages import RawResponse, ToolCall, ToolResult
 from tamesu.limits import LimitExceeded, Limits
 from tamesu.models import ModelRouter, UsageLedger
 from tamesu.models.refs import custom_provider
-from tamesu.runner.api import run_async
 from tamesu.targets.base import TargetAdapter, targets
 from tamesu.targets.mcp import adapter as mcp_target
 from tamesu.testing.model_server import ModelServer, Reply, serve_model_server

@@ -439,7 +439,7 @@ async def test_a_bot_busy_with_another_client_is_retried_until_it_is_free(harnes
 
 @pytest.mark.integration
 async def test_several_tests_against_one_bot_pass_at_the_default_concurrency(tmp_path: Path) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     suite = tmp_path / "suite.yaml"
     suite.write_text(
@@ -467,7 +467,7 @@ async def test_a_bot_that_serves_one_session_gets_one_at_a_time_without_any_conn
 ) -> None:
     """The bot's websocket server turns the second client away with 1013: tamesu lowers the
     target's concurrency to one, queues its runs and reports the concurrency it held."""
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     suite = tmp_path / "suite.yaml"
     suite.write_text(
@@ -542,7 +542,7 @@ def test_the_example_suite_validates() -> None:
 async def test_the_example_suite_passes_against_the_example_bot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
     from tamesu.testing.model_server import Reply
 
     async with running_bot("text") as (url, llm):

@@ -531,8 +531,8 @@ async def test_audio_with_real_speech_both_ways_and_our_transcription(harness, f
 async def test_the_example_suite_passes_and_the_key_is_nowhere_in_its_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tamesu import run_async
     from tamesu.config.loader import load_suite
-    from tamesu.runner.api import run_async
 
     suite = Path(__file__).resolve().parents[2] / "examples" / "realtime" / "suite.yaml"
     assert len(load_suite(suite).suite.tests) == 3

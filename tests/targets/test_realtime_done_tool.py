@@ -90,7 +90,7 @@ def goodbye_steps(*, waits: bool) -> list[dict[str, Any]]:
 async def test_the_done_tool_after_the_callers_last_line_is_a_tool_call_and_keeps_the_turn(
     tmp_path: Path, fake_voice: None, waits: bool
 ) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     async with serve_realtime_server(goodbye_steps(waits=waits)) as server:
         suite = tmp_path / "suite.yaml"

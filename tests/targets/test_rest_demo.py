@@ -167,7 +167,7 @@ async def test_demo_agent_script_prints_its_url_first() -> None:
 
 
 async def test_quickstart_suite_passes_against_the_demo_agent(demo_url, tmp_path, monkeypatch) -> None:
-    from tamesu.runner.api import run_async
+    from tamesu import run_async
 
     monkeypatch.setenv("AGENT_URL", demo_url)
     result = await run_async(

@@ -14,9 +14,9 @@ from tamesu.actors.graph import run_graph
 from tamesu.actors.services import RunServices
 from tamesu.config.loader import load_suite
 from tamesu.kernel.events import VoiceCall
-from tamesu.replay_user import replay_result
 from tamesu.runner.grid import expand_grid, parse_grid
 from tamesu.runner.plan import plan
+from tamesu.users.replay_user import replay_result
 
 from ..virtual_time import LoopClock
 from .peers import AgentScript, Calls, calls, vowel

@@ -25,10 +25,9 @@ from tamesu.kernel.messages import Dtmf, Message
 from tamesu.templates import render_text
 
 if TYPE_CHECKING:
-    from tamesu.targets.sip.adapter import SipAdapter
-
     from tamesu.targets.livekit.livekit_audio import RoomAudio
     from tamesu.targets.livekit.livekit_link import RoomLink
+    from tamesu.targets.sip.adapter import SipAdapter
 
 __all__ = ["TrunkCall", "dial_through_livekit", "end_of"]
 

@@ -3,16 +3,22 @@ the mode a target with audio can take, and whether the STT engine here hears the
 
 They read the suite as written and load no model, so ``tamesu validate`` runs them without the
 call pipeline (``tamesu.voice``), which builds its settings from the same choices at run time.
+They ask the speech engines installed here, so they live beside the machine's other checks and
+not in the contract.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tamesu.config.checks import SuiteFile
 from tamesu.config.kinds import target_kinds
+from tamesu.config.reach import audio_tests
+from tamesu.errors import ConfigError
 
-__all__ = ["check_voice_test", "is_noise_preset", "stt_problem"]
+__all__ = ["check_voice", "check_voice_test", "is_noise_preset", "stt_problem"]
 
 
 def is_noise_preset(name: str) -> bool:
@@ -78,3 +84,36 @@ def stt_problem(target: Any, language: str | None) -> str | None:
     from tamesu.audio.engines import check_language, stt_for
 
     return check_language(stt_for(None, language), language)
+
+
+class _Attrs:
+    """Attribute access over a suite's plain mapping (missing keys read as None), for the checks
+    above, written on the models' attribute names."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._data.get(name)
+        return _Attrs(value) if isinstance(value, Mapping) else value
+
+
+def check_voice(file: SuiteFile) -> list[ConfigError]:
+    """Audio tests: the voice resolves, noise files exist, mode fits. These need the voice extra to
+    check; without it the tests cannot run here, which ``check_environment`` reports."""
+    from tamesu.extras import EXTRAS
+
+    tests = list(audio_tests(file.data))
+    if not tests or not EXTRAS["voice"].installed:
+        return []
+    out: list[ConfigError] = []
+    for i, test, target in tests:
+        seen: set[str] = set()
+        for language in test.get("languages") or [None]:
+            for why in check_voice_test(
+                _Attrs(test), _Attrs(target), language=language, suite_dir=file.suite_dir
+            ):
+                if why not in seen:
+                    seen.add(why)
+                    out.append(file.error(why, ("tests", i)))
+    return out

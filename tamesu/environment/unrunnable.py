@@ -1,171 +1,28 @@
-"""What this environment cannot run of a valid suite, and which tests that reaches.
+"""What this machine cannot run of a valid suite, and which tests that reaches.
 
 A suite can be right and still not run everywhere: a ``${VAR}`` is not set here, a secret's
 variable or file is missing, an extra is not installed, the STT engine installed cannot hear the
 test's language, or a target type or assertion kind is registered with no adapter or evaluator yet.
 Each such problem is an ``Unrunnable``: ``tamesu validate`` prints it as a warning naming what to
 set or install (an error with ``--strict``), and ``tamesu run`` reports the
-tests it reaches as errors without running them, while the others run. ``Reach`` says which tests
-a part of a suite reaches; the runner uses it too, to resolve only the secrets its tests use.
+tests it reaches as errors without running them, while the others run.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tamesu.config.kinds import assertion_kinds, target_kinds
+from tamesu.config.reach import Reach, audio_tests, get_in, mapping, strings, unset_variables
 from tamesu.config.yamlload import KeyPath, Positions, format_path
 from tamesu.errors import Unrunnable
 from tamesu.templates import template_names
 
-__all__ = [
-    "Reach",
-    "audio_tests",
-    "check_environment",
-    "unset_variables",
-    "unsupported_step",
-]
-
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_SHARED = ("hooks", "defaults")
-"""Parts of a suite (and of tamesu.yaml) that every test runs."""
-
-
-def _strings(value: Any, path: KeyPath) -> Iterator[tuple[KeyPath, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _strings(v, (*path, k))
-    elif isinstance(value, list):
-        for k, v in enumerate(value):
-            yield from _strings(v, (*path, k))
-
-
-def _names(value: Any) -> set[str]:
-    """Every ``{{name}}`` written anywhere in ``value``."""
-    return {n for _, text in _strings(value, ()) if "{{" in text for n in template_names(text)}
-
-
-def _get(value: Any, *keys: str) -> Any:
-    for k in keys:
-        value = value.get(k) if isinstance(value, Mapping) else None
-    return value
-
-
-def unset_variables(data: Any, env: Mapping[str, str] | None = None) -> Iterator[tuple[KeyPath, str]]:
-    """(key path, NAME) of every ``${NAME}`` without a default whose variable is not set.
-
-    The YAML loader leaves such a string as written, so this finds them in the loaded data; secret
-    refs are skipped (their ``${VAR}`` is expanded against vars when the secret is resolved).
-    """
-    environ = os.environ if env is None else env
-    for path, text in _strings(data, ()):
-        if "${" in text and path[:1] != ("secrets",):
-            for m in _ENV.finditer(text):
-                if m.group(2) is None and m.group(1) not in environ:
-                    yield path, m.group(1)
-
-
-class Reach:
-    """Which tests each part of a suite (and of its tamesu.yaml) reaches, and what each test uses."""
-
-    def __init__(self, suite: Mapping[str, Any], project: Mapping[str, Any] | None = None) -> None:
-        from tamesu.config.model_needs import assertion_lists, model_needs
-
-        self.suite, self.project = suite, project or {}
-        raw_tests = suite.get("tests")
-        self.tests = [(i, t) for i, t in enumerate(raw_tests or []) if isinstance(t, Mapping)]
-        targets = suite.get("targets")
-        self.targets: Mapping[str, Any] = targets if isinstance(targets, Mapping) else {}
-        self.by_target: dict[str, set[int]] = {}
-        for i, test in self.tests:
-            for name in (test.get("target"), _get(test, "counterpart", "target")):
-                if isinstance(name, str):
-                    self.by_target.setdefault(name, set()).add(i)
-        self.by_pack: dict[str, set[int] | None] = {}
-        for path, items in assertion_lists(dict(suite)):
-            reached = {"tests": self.tests_at(path[:2]), "defaults": None}.get(str(path[0]), ())
-            for item in items:
-                pack = item.get("pack") if isinstance(item, Mapping) else None
-                if isinstance(pack, str):
-                    self.by_pack[pack] = _union(self.by_pack.get(pack, set()), reached)
-        self.model_tests: set[int] | None = {i for i, t in self.tests if self._target_type(t) == "model"}
-        for need in model_needs(dict(suite)):
-            self.model_tests = _union(self.model_tests, self.tests_at(need.path))
-        packs = _mapping(suite.get("packs"))
-        model_config = _names(
-            [suite.get("models"), self.project.get("models"), self.project.get("providers")]
-        )
-        self.shared = _names([suite.get(k) for k in _SHARED] + [self.project.get(k) for k in _SHARED])
-        self.uses: dict[int, set[str]] = {}
-        for i, test in self.tests:
-            parts: list[Any] = [test, *(self.targets.get(n) for n in _test_targets(test))]
-            parts += [packs.get(p) for p in _names_of_packs(test)]
-            self.uses[i] = _names(parts) | (model_config if self._needs_model(i) else set())
-
-    def _target_type(self, test: Mapping[str, Any]) -> Any:
-        return _get(self.targets.get(str(test.get("target"))), "type")
-
-    def _needs_model(self, index: int) -> bool:
-        return self.model_tests is None or index in self.model_tests
-
-    def tests_using(self, name: str) -> tuple[int, ...] | None:
-        """The tests whose parts render ``{{name}}``; None when a part every test runs does."""
-        if name in self.shared:
-            return None
-        return tuple(i for i, used in self.uses.items() if name in used)
-
-    def names_used(self, tests: Iterable[int]) -> set[str]:
-        """Every ``{{name}}`` the given tests render, the parts every test runs included."""
-        out = set(self.shared)
-        for i in tests:
-            out |= self.uses.get(i, set())
-        return out
-
-    def tests_at(self, path: KeyPath, *, in_project: bool = False) -> tuple[int, ...] | None:
-        """The tests a problem at ``path`` reaches; None: every test of the suite."""
-        head = path[0] if path else ""
-        name = path[1] if len(path) > 1 else None
-        if in_project and head in ("vars", "secrets") and name in (self.suite.get(head) or {}):
-            return ()
-        if head == "tests" and isinstance(name, int):
-            return (name,)
-        if head == "targets" and isinstance(name, str):
-            return tuple(sorted(self.by_target.get(name, ())))
-        if head == "packs" and isinstance(name, str):
-            reached = self.by_pack.get(name, set())
-            return None if reached is None else tuple(sorted(reached))
-        if head in ("vars", "secrets") and isinstance(name, str):
-            return self.tests_using(f"{head}.{name}")
-        if head in ("models", "providers"):
-            return None if self.model_tests is None else tuple(sorted(self.model_tests))
-        if head == "red_team":
-            return ()
-        if in_project and head in ("livekit", "sip"):
-            return tuple(i for i, t in self.tests if self._target_type(t) == head)
-        return None
-
-
-def _union(a: set[int] | None, b: Iterable[int] | None) -> set[int] | None:
-    return None if a is None or b is None else a | set(b)
-
-
-def _test_targets(test: Mapping[str, Any]) -> list[str]:
-    names = [test.get("target"), _get(test, "counterpart", "target")]
-    return [n for n in names if isinstance(n, str)]
-
-
-def _names_of_packs(test: Mapping[str, Any]) -> list[str]:
-    items = test.get("assert")
-    if not isinstance(items, list):
-        return []
-    return [i["pack"] for i in items if isinstance(i, Mapping) and isinstance(i.get("pack"), str)]
+__all__ = ["check_environment", "unsupported_step"]
 
 
 class _Report:
@@ -240,7 +97,7 @@ def check_environment(
 
 def _red_team_language(report: _Report, data: Mapping[str, Any]) -> None:
     """A red team in a language without scripted openings runs them in English: said, not refused."""
-    language = _get(data, "red_team", "language")
+    language = get_in(data, "red_team", "language")
     if not isinstance(language, str):
         return
     from tamesu.playbooks.languages import LANGUAGES, supported
@@ -264,7 +121,7 @@ def _variables(report: _Report, data: Mapping[str, Any], *, in_project: bool) ->
             f"environment variable {name} is not set", path, in_project=in_project,
             hint=f"set it, or give a default: ${{{name}:-value}}",
         )  # fmt: skip
-    for path, text in _strings(data, ()):
+    for path, text in strings(data, ()):
         if "{{" in text and path[:1] != ("secrets",):
             for name in dict.fromkeys(template_names(text)):
                 ns, _, member = name.partition(".")
@@ -275,8 +132,8 @@ def _variables(report: _Report, data: Mapping[str, Any], *, in_project: bool) ->
 
 def _secrets(report: _Report, data: Mapping[str, Any], project: Mapping[str, Any], suite_dir: Path) -> None:
     """``env:`` and ``file:`` secrets the tests use must resolve here; ``exec:`` ones run only in a run."""
-    suite_refs = _mapping(data.get("secrets"))
-    refs = {**_mapping(project.get("secrets")), **suite_refs}
+    suite_refs = mapping(data.get("secrets"))
+    refs = {**mapping(project.get("secrets")), **suite_refs}
     used = {
         name: reached
         for name, ref in refs.items()
@@ -288,9 +145,7 @@ def _secrets(report: _Report, data: Mapping[str, Any], project: Mapping[str, Any
     from tamesu.errors import SecretError
     from tamesu.secrets import Redactor, SecretStore
 
-    variables = {
-        k: str(v) for k, v in {**_mapping(project.get("vars")), **_mapping(data.get("vars"))}.items()
-    }
+    variables = {k: str(v) for k, v in {**mapping(project.get("vars")), **mapping(data.get("vars"))}.items()}
     store = SecretStore(refs, redactor=Redactor(), base_dir=suite_dir, vars=variables)
     for name, reached in used.items():
         try:
@@ -302,15 +157,11 @@ def _secrets(report: _Report, data: Mapping[str, Any], project: Mapping[str, Any
                        tests=reached)  # fmt: skip
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
 def _adapters(report: _Report, data: Mapping[str, Any]) -> None:
     """A target type whose adapter needs an extra that is missing, or that has no adapter yet."""
     without = target_kinds.without_adapter()
     for name, target in report.reach.targets.items():
-        kind = _get(target, "type")
+        kind = get_in(target, "type")
         extra = target_kinds.get(kind).extra if kind in target_kinds else None
         if extra is not None:
             from tamesu.extras import EXTRAS
@@ -343,17 +194,6 @@ def _evaluators(report: _Report, data: Mapping[str, Any]) -> None:
                     )  # fmt: skip
 
 
-def audio_tests(data: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any], Mapping[str, Any]]]:
-    """(index, test, target) of every test that places a call with audio."""
-    targets = _mapping(data.get("targets"))
-    for i, test in enumerate(data.get("tests") or []):
-        target = targets.get(str(test.get("target"))) if isinstance(test, Mapping) else None
-        if not isinstance(target, Mapping):
-            continue
-        if target_kinds.carries_audio(target.get("type"), test.get("mode") or target.get("mode")):
-            yield i, test, target
-
-
 def _voice(report: _Report, data: Mapping[str, Any]) -> None:
     """Audio tests need the voice extra, and an STT engine that hears their language."""
     from tamesu.extras import EXTRAS
@@ -371,12 +211,12 @@ def _voice(report: _Report, data: Mapping[str, Any]) -> None:
                 ("tests", i, "target"), kind="extra", hint=voice.install,
             )  # fmt: skip
         return
-    from tamesu.config.voicechecks import stt_problem
+    from tamesu.environment.voice import stt_problem
 
     for i, test, target in calls:
         seen: set[str] = set()
         listed = bool(test.get("languages"))
-        for k, language in enumerate(test.get("languages") or [_get(test, "persona", "language")]):
+        for k, language in enumerate(test.get("languages") or [get_in(test, "persona", "language")]):
             why = stt_problem(target, language)
             if why and why not in seen:
                 seen.add(why)
@@ -388,8 +228,8 @@ def _voice(report: _Report, data: Mapping[str, Any]) -> None:
 
 def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
     """a2a targets, and the tests that serve remote agents, need the a2a extra (the A2A SDK)."""
-    agents = _mapping(data.get("remote_agents"))
-    a2a_targets = [name for name, t in report.reach.targets.items() if _get(t, "type") == "a2a"]
+    agents = mapping(data.get("remote_agents"))
+    a2a_targets = [name for name, t in report.reach.targets.items() if get_in(t, "type") == "a2a"]
     if not agents and not a2a_targets:
         return
     from tamesu.extras import EXTRAS
@@ -404,7 +244,7 @@ def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
     for name, agent in agents.items():
         report.add(
             f"serving remote agent {name} {why}", ("remote_agents", name), kind="extra", hint=extra.install,
-            tests=None if _get(agent, "addr") else _serving(report.reach, name),
+            tests=None if get_in(agent, "addr") else _serving(report.reach, name),
         )  # fmt: skip
 
 
@@ -421,7 +261,7 @@ def unsupported_step(step: Any) -> str | None:
 def _browser(report: _Report, data: Mapping[str, Any]) -> None:
     """browser targets need Chromium (and Playwright, the browser extra the registry names); a step this
     installation cannot run (a11y without axe-core vendored) makes its test an error that says so."""
-    names = [name for name, t in report.reach.targets.items() if _get(t, "type") == "browser"]
+    names = [name for name, t in report.reach.targets.items() if get_in(t, "type") == "browser"]
     if not names:
         return
     from tamesu.errors import MissingExtraError
@@ -461,7 +301,7 @@ def _serving(reach: Reach, agent: str) -> tuple[int, ...]:
         named = any(n.split(".")[:2] == ["remote", agent] for n in reach.uses.get(i, ()))
         delegated = any(
             isinstance(item, Mapping)
-            and agent in (_get(item, "delegated_to"), _get(item, "delegated_to", "agent"))
+            and agent in (get_in(item, "delegated_to"), get_in(item, "delegated_to", "agent"))
             for item in test.get("assert") or []
         )
         if named or delegated:

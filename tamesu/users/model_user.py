@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.kernel.messages import UserTurn
 from tamesu.models.router import ChatMessage, ModelRouter
-from tamesu.scripted_user import DEFAULT_MAX_TURNS, ScriptedUser
+from tamesu.users.scripted_user import DEFAULT_MAX_TURNS, ScriptedUser
 
 if TYPE_CHECKING:
     from tamesu.config import Persona, Scenario

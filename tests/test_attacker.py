@@ -7,8 +7,8 @@ import pytest
 from tamesu.config import Scenario
 from tamesu.kernel.transcript import Transcript, Turn
 from tamesu.playbooks.model import AttackPlan, Canary, Move
-from tamesu.redteam.attacker import Attacker
 from tamesu.templates import Scope
+from tamesu.users.attacker import Attacker
 
 pytestmark = pytest.mark.unit
 

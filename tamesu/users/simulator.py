@@ -2,8 +2,8 @@
 
 Every way of playing the user (a script, a model pursuing a goal, a counterpart agent) sits behind
 ``UserSimulator``, the one protocol the run graph's simulator actor talks to; ``make_simulator``
-picks the one a run needs: ``tamesu.scripted_user.ScriptedUser``, ``tamesu.model_user.ModelUser``,
-``tamesu.counterpart.CounterpartUser`` or ``tamesu.replay_user.ReplayUser`` (a recorded call).
+picks the one a run needs: ``tamesu.users.scripted_user.ScriptedUser``, ``tamesu.users.model_user.ModelUser``,
+``tamesu.users.counterpart.CounterpartUser`` or ``tamesu.users.replay_user.ReplayUser`` (a recorded call).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tamesu.errors import ModelError
-from tamesu.scripted_user import DEFAULT_MAX_TURNS, ScriptedUser
+from tamesu.users.scripted_user import DEFAULT_MAX_TURNS, ScriptedUser
 
 if TYPE_CHECKING:
     from tamesu.kernel.messages import UserTurn
@@ -50,7 +50,7 @@ def make_simulator(
     scenario = spec.test.scenario
     attack = spec.extra.get("attack")
     if attack is not None and scenario is not None:
-        from tamesu.redteam.attacker import Attacker
+        from tamesu.users.attacker import Attacker
 
         return Attacker(
             attack,
@@ -64,11 +64,11 @@ def make_simulator(
             suite_dir=spec.suite_dir,
         )
     if counterpart is not None and spec.test.counterpart is not None:
-        from tamesu.counterpart import CounterpartUser
+        from tamesu.users.counterpart import CounterpartUser
 
         return CounterpartUser(counterpart, spec.test.counterpart, scenario, scope)
     if scenario is not None and scenario.replay is not None:
-        from tamesu.replay_user import ReplayUser
+        from tamesu.users.replay_user import ReplayUser
 
         return ReplayUser(scenario.replay, suite_dir=spec.suite_dir)
     if scenario is None or not scenario.goal:
@@ -80,7 +80,7 @@ def make_simulator(
         raise ModelError(
             "scenario.goal needs a model to play the user: set models.simulator or models.default (see README)"
         )
-    from tamesu.model_user import ModelUser
+    from tamesu.users.model_user import ModelUser
 
     persona = spec.test.persona
     return ModelUser(

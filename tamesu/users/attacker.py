@@ -18,11 +18,11 @@ from tamesu.redteam.detectors import early_signals, first_hit
 if TYPE_CHECKING:
     from tamesu.config import Persona, Scenario
     from tamesu.kernel.transcript import Transcript
-    from tamesu.model_user import ModelUser
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
     from tamesu.playbooks.model import AttackPlan, Move
     from tamesu.templates import Scope
+    from tamesu.users.model_user import ModelUser
 
 __all__ = ["Attacker"]
 
@@ -57,7 +57,7 @@ class Attacker:
         self.model: ModelUser | None = None
         if router is not None and router.model_for("simulator"):
             from tamesu.config import Scenario as ScenarioModel
-            from tamesu.model_user import ModelUser
+            from tamesu.users.model_user import ModelUser
 
             self.model = ModelUser(
                 ScenarioModel(goal=plan.goal, max_turns=scenario.max_turns),

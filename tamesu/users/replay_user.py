@@ -1,6 +1,6 @@
 """The user played by a recorded call: the caller's own turns, in order, each after the agent's.
 
-``make_simulator`` (``tamesu.simulator``) gives a run this user when its scenario has a
+``make_simulator`` (``tamesu.users.simulator``) gives a run this user when its scenario has a
 ``replay``. On a call each turn is the recorded audio (``UserTurn.audio``), through the test's
 line and noise; on a text target it is the turn's transcript. Before a turn goes out, the agent's
 words since the caller last spoke are compared with what the recorded agent said at that point:

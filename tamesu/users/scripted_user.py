@@ -1,7 +1,7 @@
 """The user played by the script alone: no model, fully deterministic.
 
-``make_simulator`` (``tamesu.simulator``) gives a run this user when its scenario has no goal; the
-model-driven user (``tamesu.model_user``) plays the script with it before the model takes over.
+``make_simulator`` (``tamesu.users.simulator``) gives a run this user when its scenario has no goal; the
+model-driven user (``tamesu.users.model_user``) plays the script with it before the model takes over.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tamesu.kernel.messages import AgentTurn, UserTurn
-from tamesu.scripted_user import DEFAULT_MAX_TURNS
 from tamesu.templates import Scope, render_text
+from tamesu.users.scripted_user import DEFAULT_MAX_TURNS
 
 if TYPE_CHECKING:
     from tamesu.config import Counterpart, Scenario

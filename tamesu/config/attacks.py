@@ -153,7 +153,7 @@ def _plan(suite: Suite, red: RedTeam, book: Playbook, attack: Attack, at: tuple[
 
 def _pack_items(suite: Suite, name: str) -> tuple[Any, ...]:
     from tamesu.config import Assertion
-    from tamesu.packs import expand_packs
+    from tamesu.config.packs import expand_packs
 
     items = expand_packs([Assertion.model_validate({"pack": name})], suite_packs=suite.packs)
     return tuple(p.item for p in items)
