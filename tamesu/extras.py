@@ -14,6 +14,10 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tamesu.errors import MissingExtraError
 
 __all__ = [
     "AXE_MODULE",
@@ -23,6 +27,7 @@ __all__ = [
     "Extra",
     "axe_file",
     "axe_missing",
+    "chromium_missing",
     "chromium_path",
     "is_installed",
     "missing_modules",
@@ -115,6 +120,17 @@ def chromium_path() -> str:
         if path and os.path.exists(path):
             return path
     raise MissingExtraError("Chromium (for browser targets)", debian="chromium")
+
+
+def chromium_missing() -> MissingExtraError | None:
+    """Why a browser target cannot run here (no Chromium); None when it can (``TargetKind.needs``)."""
+    from tamesu.errors import MissingExtraError
+
+    try:
+        chromium_path()
+    except MissingExtraError as exc:
+        return exc
+    return None
 
 
 def axe_file() -> Path | None:

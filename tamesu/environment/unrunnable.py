@@ -90,7 +90,7 @@ def check_environment(
     _evaluators(report, data)
     _voice(report, data)
     _a2a(report, data)
-    _browser(report, data)
+    _steps(report, data)
     _red_team_language(report, data)
     return report.out
 
@@ -158,25 +158,44 @@ def _secrets(report: _Report, data: Mapping[str, Any], project: Mapping[str, Any
 
 
 def _adapters(report: _Report, data: Mapping[str, Any]) -> None:
-    """A target type whose adapter needs an extra that is missing, or that has no adapter yet."""
+    """A target type whose adapter needs an extra or a program that is missing, or that has no
+    adapter yet: each asked of its kind in the registry."""
     without = target_kinds.without_adapter()
     for name, target in report.reach.targets.items():
         kind = get_in(target, "type")
-        extra = target_kinds.get(kind).extra if kind in target_kinds else None
-        if extra is not None:
+        entry = target_kinds.get(kind) if kind in target_kinds else None
+        where: KeyPath = ("targets", name, "type")
+        if entry is not None and entry.extra is not None:
             from tamesu.extras import EXTRAS
 
-            needed = EXTRAS[extra]
+            needed = EXTRAS[entry.extra]
             if missing := needed.missing():
                 report.add(
-                    f"a {kind} target needs the {needed.name} extra ({', '.join(missing)} not installed)",
-                    ("targets", name, "type"), kind="extra", hint=needed.install,
+                    f"{_article(str(kind))} {kind} target needs the {needed.name} extra ({', '.join(missing)} not installed)",
+                    where, kind="extra", hint=needed.install,
                 )  # fmt: skip
+        if entry is not None and entry.needs is not None:
+            lacking = _resolve(entry.needs)()
+            if lacking is not None:
+                hint = f"apt-get install {lacking.debian}" if lacking.debian else ""
+                report.add(str(lacking), where, kind="extra", hint=hint)
         if kind in without:
             report.add(
-                f"the {kind} target type has no adapter in this version of tamesu yet", ("targets", name, "type"),
+                f"the {kind} target type has no adapter in this version of tamesu yet", where,
                 kind="adapter", hint=f"its tests are reported as errors; adapters: {', '.join(target_kinds.with_adapter())}",
             )  # fmt: skip
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _resolve(ref: str) -> Any:
+    """``"module:function"`` -> the function."""
+    import importlib
+
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def _evaluators(report: _Report, data: Mapping[str, Any]) -> None:
@@ -227,10 +246,9 @@ def _voice(report: _Report, data: Mapping[str, Any]) -> None:
 
 
 def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
-    """a2a targets, and the tests that serve remote agents, need the a2a extra (the A2A SDK)."""
+    """The tests that serve remote agents need the a2a extra (the A2A SDK serves them)."""
     agents = mapping(data.get("remote_agents"))
-    a2a_targets = [name for name, t in report.reach.targets.items() if get_in(t, "type") == "a2a"]
-    if not agents and not a2a_targets:
+    if not agents:
         return
     from tamesu.extras import EXTRAS
 
@@ -238,12 +256,10 @@ def _a2a(report: _Report, data: Mapping[str, Any]) -> None:
     missing = extra.missing()
     if not missing:
         return
-    why = f"needs the a2a extra ({', '.join(missing)} not installed)"
-    for name in a2a_targets:
-        report.add(f"an a2a target {why}", ("targets", name, "type"), kind="extra", hint=extra.install)
     for name, agent in agents.items():
         report.add(
-            f"serving remote agent {name} {why}", ("remote_agents", name), kind="extra", hint=extra.install,
+            f"serving remote agent {name} needs the a2a extra ({', '.join(missing)} not installed)",
+            ("remote_agents", name), kind="extra", hint=extra.install,
             tests=None if get_in(agent, "addr") else _serving(report.reach, name),
         )  # fmt: skip
 
@@ -258,20 +274,9 @@ def unsupported_step(step: Any) -> str | None:
     return None
 
 
-def _browser(report: _Report, data: Mapping[str, Any]) -> None:
-    """browser targets need Chromium (and Playwright, the browser extra the registry names); a step this
-    installation cannot run (a11y without axe-core vendored) makes its test an error that says so."""
-    names = [name for name, t in report.reach.targets.items() if get_in(t, "type") == "browser"]
-    if not names:
-        return
-    from tamesu.errors import MissingExtraError
-    from tamesu.extras import chromium_path
-
-    try:
-        chromium_path()
-    except MissingExtraError as exc:
-        for name in names:
-            report.add(str(exc), ("targets", name, "type"), kind="extra", hint="apt-get install chromium")
+def _steps(report: _Report, data: Mapping[str, Any]) -> None:
+    """A step this installation cannot run (a11y without axe-core vendored) makes its test an error
+    that says so (Chromium itself is the browser kind's ``needs``)."""
     for i, test in enumerate(data.get("tests") or []):
         steps = test.get("steps") if isinstance(test, Mapping) else None
         for j, step in enumerate(steps or []):

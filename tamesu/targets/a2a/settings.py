@@ -33,6 +33,7 @@ class Push(ShortForm):
 @target_type(
     "a2a",
     adapter="tamesu.targets.a2a.adapter:A2AAdapter",
+    extra="a2a",
     parts={"text": frozenset({"say", "data", "files"})},
     summary="An Agent2Agent agent over JSON-RPC, HTTP+JSON or gRPC (the official a2a-sdk client), and the "
     "remote agents it delegates to",

@@ -66,6 +66,7 @@ class BrowserAuth(ConfigModel):
     "browser",
     adapter="tamesu.targets.browser.adapter:BrowserAdapter",
     extra="browser",
+    needs="tamesu.extras:chromium_missing",
     summary="A web page in Chromium: deterministic steps, and a chat widget spoken to as a conversation",
 )
 class BrowserTarget(TargetConfig):
