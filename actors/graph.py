@@ -312,7 +312,7 @@ class RunGraph:
     async def _serve_remote_agents(self) -> Any:
         """The run's remote agents before its target starts (``{{remote.NAME.url}}``): the suite's,
         served for its lifetime (the run takes its own exchanges from them), else its own."""
-        from tamesu.remote_agents.record import Recording
+        from tamesu.remote_agents.exchanges import Recording
         from tamesu.remote_agents.serve import RemoteAgents
         from tamesu.remote_agents.suite import AttachedRun
 

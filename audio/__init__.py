@@ -21,19 +21,6 @@ from .codec import (
 )
 from .dtmf import DtmfDetector, DtmfEvent, detect_dtmf, dtmf_tones
 from .filters import BlockFilter, butterworth_sos
-from .line import (
-    GilbertElliott,
-    Jitter,
-    Line,
-    LineBank,
-    LineModel,
-    MobilePoor,
-    Pstn,
-    SoftClip,
-    VoipGood,
-    get_line_model,
-    line_models,
-)
 from .noise import NoiseBank, NoiseMixer, NoiseSource, mix_at_snr, noise_loop, noise_presets, read_wav
 from .pcm import (
     FRAME_MS,
@@ -47,6 +34,19 @@ from .pcm import (
     int16_to_float,
     split_frames,
     to_bytes,
+)
+from .phone_line import (
+    GilbertElliott,
+    Jitter,
+    Line,
+    LineBank,
+    LineModel,
+    MobilePoor,
+    Pstn,
+    SoftClip,
+    VoipGood,
+    get_line_model,
+    line_models,
 )
 from .resample import FrameResampler, StreamResampler, resample
 from .timing import Segment, first_audio_after, overlap, response_gaps

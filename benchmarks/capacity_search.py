@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tamesu.load.session import LoadRequest, run_load
+from tamesu.load.load_test import LoadRequest, run_load
 from tamesu.testing.loaded_agent import serve_loaded_agent
 
 HERE = Path(__file__).resolve().parent

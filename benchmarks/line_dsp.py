@@ -34,9 +34,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tamesu.audio import synth  # noqa: E402
-from tamesu.audio.line import Line, get_line_model  # noqa: E402
 from tamesu.audio.noise import NoiseBank  # noqa: E402
 from tamesu.audio.pcm import frame_samples, split_frames  # noqa: E402
+from tamesu.audio.phone_line import Line, get_line_model  # noqa: E402
 from tamesu.audio.vad import TurnDetectorBank, WebRtcVad  # noqa: E402
 
 FRAME_S = 0.020

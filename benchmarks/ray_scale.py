@@ -410,7 +410,7 @@ def _session_dir() -> str | None:
 
 
 def _specs(url: str, directory: Path) -> list[Any]:
-    from tamesu.load.session import LoadRequest, prepare_load
+    from tamesu.load.load_test import LoadRequest, prepare_load
 
     path = directory / "bench.yaml"
     path.write_text(SUITE.format(url=url))

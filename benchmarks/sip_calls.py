@@ -38,7 +38,7 @@ from tamesu.audio.codec import ulaw_decode, ulaw_encode
 from tamesu.sip.call import SipCall, callee_ends, peer_of
 from tamesu.sip.message import NameAddr, SipMessage, SipUri
 from tamesu.sip.rtp import RtpStream
-from tamesu.sip.transport import Peer
+from tamesu.sip.sockets import Peer
 from tamesu.sip.ua import UserAgent, new_tag
 
 HERE = Path(__file__).resolve().parent

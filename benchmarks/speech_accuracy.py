@@ -103,7 +103,7 @@ def spoken_wer(references: list[str], hypotheses: list[str], language: str) -> f
 def through(line: str, audio: Any, seed: int) -> Any:
     """``audio`` as tamesu receives it over ``line``."""
     from tamesu.audio.codec import ulaw_decode, ulaw_encode
-    from tamesu.audio.line import Line
+    from tamesu.audio.phone_line import Line
     from tamesu.audio.tts import Audio
 
     if line == "16k":

@@ -105,7 +105,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("signal code, HTTP, model providers, speech pools", (
         "tamesu.audio", "tamesu.http", "tamesu.http_lane", "tamesu.models", "tamesu.speech_pool", "tamesu.costs",
-        "tamesu.hooks",
+        "tamesu.hook_call",
     )),
     ("the wire the adapters and voice stages share", ("tamesu.wire",)),
     ("a call's parts", (

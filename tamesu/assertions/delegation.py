@@ -1,7 +1,7 @@
 """``delegated_to``: the agent under test sent a message to one of the suite's remote agents.
 
 The remote agents tamesu serves record every message they receive as a ``RemoteMessage`` event of
-the transcript (``tamesu.remote_agents.record``); this reads them. ``contains`` is forgiving as
+the transcript (``tamesu.remote_agents.exchanges``); this reads them. ``contains`` is forgiving as
 the ``contains`` assertion is (case and whitespace); ``regex`` is ``re.search``. Each must hold for
 some message to the agent; a message's data parts count as their JSON text.
 """

@@ -214,7 +214,7 @@ def _resume(value: object) -> bool | str:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from tamesu.load.session import LoadRequest, run_load
+    from tamesu.load.load_test import LoadRequest, run_load
 
     color = getattr(args, "use_color", False)
     request = LoadRequest(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from tamesu.config.checks import SuiteCheck, SuiteFile
 from tamesu.environment.models import check_models
+from tamesu.environment.speech import check_voice
 from tamesu.environment.unrunnable import check_environment, unsupported_step
-from tamesu.environment.voice import check_voice
 from tamesu.errors import ConfigError
 
 __all__ = ["MACHINE_CHECKS", "check_environment", "check_machine", "unsupported_step"]

@@ -6,7 +6,7 @@ and ``tamesu diff`` compares two invocations (or two run directories) with ``com
 
 from __future__ import annotations
 
-from tamesu.history.compare import Comparison, MetricChange, TestChange, compare, flaky_tests
+from tamesu.history.changes import Comparison, MetricChange, TestChange, compare, flaky_tests
 from tamesu.history.record import (
     git_state,
     history_location,

@@ -54,7 +54,7 @@ def history_location(
 
 def _server_url(ref: str, base: Path) -> str:
     from tamesu.errors import SecretError
-    from tamesu.history.backends import is_server_url
+    from tamesu.history.databases import is_server_url
     from tamesu.secrets import secret_backends
 
     if is_server_url(ref):
@@ -298,6 +298,6 @@ def record(inv: Invocation, location: str | Path, *, cwd: Path | None = None) ->
     except HistoryError:
         raise
     except Exception as exc:  # never let history fail a run
-        from tamesu.history.backends import masked
+        from tamesu.history.databases import masked
 
         raise HistoryError(masked(f"{db.name}: {type(exc).__name__}: {exc}", location)) from None

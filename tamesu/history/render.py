@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tamesu.history.compare import Comparison, MetricChange, TestChange
-from tamesu.history.grid import grid_json, grid_lines
+from tamesu.history.changes import Comparison, MetricChange, TestChange
+from tamesu.history.grid_changes import grid_json, grid_lines
 from tamesu.history.store import Invocation, TestRow
 from tamesu.stats import Difference
 from tamesu.untrusted import printable

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.costs import metrics_cost
-from tamesu.history.backends import (
+from tamesu.history.databases import (
     Db,
     HistoryError,
     connect_postgres,

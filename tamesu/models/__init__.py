@@ -11,8 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tamesu.models.cache import ResponseCache
     from tamesu.models.refs import ModelRef, missing_credentials, parse_ref
+    from tamesu.models.reply_cache import ResponseCache
     from tamesu.models.router import ChatMessage, Completion, ModelRouter, RetryPolicy, ToolSpec
     from tamesu.models.usage import CallUsage, UsageLedger
 
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "ResponseCache": "tamesu.models.cache",
+    "ResponseCache": "tamesu.models.reply_cache",
     "ModelRef": "tamesu.models.refs",
     "missing_credentials": "tamesu.models.refs",
     "parse_ref": "tamesu.models.refs",

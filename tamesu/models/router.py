@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from tamesu.errors import ModelError
-from tamesu.models.cache import ResponseCache
 from tamesu.models.local_gguf import is_gguf_ref
 from tamesu.models.refs import ModelRef, ProviderSettings, parse_ref, provider_infos, resolve_settings
+from tamesu.models.reply_cache import ResponseCache
 from tamesu.models.usage import CallUsage, UsageLedger, price_usd
 
 __all__ = ["ROLES", "ChatMessage", "Completion", "ModelRouter", "RetryPolicy", "ToolSpec"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tamesu.models.cache import ResponseCache
 from tamesu.models.refs import custom_provider
+from tamesu.models.reply_cache import ResponseCache
 from tamesu.models.router import ModelRouter
 
 __all__ = ["RouterFactory"]

@@ -58,7 +58,7 @@ class RemoteAgents:
     ) -> RemoteAgents:
         """Serve ``agents`` for one run (recording into its ``transcript``), or with a ``recording``
         of the caller's (a suite's agents, which give each message to its run)."""
-        from tamesu.remote_agents.record import Recording
+        from tamesu.remote_agents.exchanges import Recording
         from tamesu.targets.a2a.a2a_connect import require_sdk
 
         require_sdk()
@@ -153,7 +153,7 @@ class RemoteAgents:
         limits: Limits,
         http: httpx.AsyncClient,
     ) -> Any:
-        from tamesu.remote_agents.agents import ForwardingAgent, ScriptedAgent
+        from tamesu.remote_agents.answers import ForwardingAgent, ScriptedAgent
 
         if config.forward is None:
             return ScriptedAgent(name, config, recording)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from tamesu.config.suite import RemoteAgent
     from tamesu.kernel.transcript import Transcript
     from tamesu.limits import Limits
-    from tamesu.remote_agents.record import Recording
+    from tamesu.remote_agents.exchanges import Recording
     from tamesu.remote_agents.serve import RemoteAgents
     from tamesu.templates import Scope
 
@@ -141,7 +141,7 @@ class SuiteRemoteAgents:
         """Attach a run of another process, its session id as its context; returns what its
         ``RunSpec.extra[EXCHANGES]`` carries there."""
         from tamesu.kernel.transcript import Transcript
-        from tamesu.remote_agents.record import Recording
+        from tamesu.remote_agents.exchanges import Recording
 
         if self._exchanges is None:
             await self._serve_exchanges()

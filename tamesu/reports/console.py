@@ -207,7 +207,7 @@ class ConsoleReporter(Reporter):
                 self._error(t)
         self._unchecked(result)
         self._findings(result)
-        from tamesu.reports.grid import causes_line
+        from tamesu.reports.grid_table import causes_line
 
         causes = causes_line(result.results)
         if causes:

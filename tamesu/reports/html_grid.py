@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tamesu.reports.grid import CAUSES, failures_by_cause, grid_keys, grid_order, grid_table
+from tamesu.reports.grid_table import CAUSES, failures_by_cause, grid_keys, grid_order, grid_table
 
 if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult

@@ -137,7 +137,7 @@ def summary(result: InvocationResult) -> dict[str, Any]:
 def _grid(result: InvocationResult) -> dict[str, Any]:
     """``grid``: the cells of a ``--grid`` run; ``failures_by_cause``: the failed calls by cause
     (each absent when there is none)."""
-    from tamesu.reports.grid import failures_by_cause, grid_keys, grid_order, grid_table
+    from tamesu.reports.grid_table import failures_by_cause, grid_keys, grid_order, grid_table
 
     out: dict[str, Any] = {}
     keys = grid_keys(result.results)

@@ -1,5 +1,5 @@
 """The load report for a person: ``render_load_report`` prints the dict a load test wrote
-(``tamesu.load.report``) in the console; every string passes through the redactor. It reads the
+(``tamesu.load.report_data``) in the console; every string passes through the redactor. It reads the
 stored report only, so ``tamesu report`` and the HTML page render old load tests the same way.
 """
 

@@ -23,10 +23,10 @@ from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
 from tamesu.remote_agents.suite import EXCHANGES
-from tamesu.runner.capacity import ALONE_LIMIT, target_key
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
 from tamesu.runner.setup import Budget
+from tamesu.runner.target_capacity import ALONE_LIMIT, target_key
 from tamesu.runner.verdict import result_of
 
 if TYPE_CHECKING:
@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from tamesu.kernel.outcome import AssertionResult, RunResult
     from tamesu.kernel.transcript import Transcript
     from tamesu.run_spec import RunSpec
-    from tamesu.runner.capacity import TargetCapacity
     from tamesu.runner.placement import Placement
     from tamesu.runner.setup import SuiteSetup
+    from tamesu.runner.target_capacity import TargetCapacity
     from tamesu.secrets import Redactor
 
 __all__ = ["BACKSTOP", "AttemptSink", "Attempts", "hook_kwargs", "session_id"]

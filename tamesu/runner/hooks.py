@@ -2,7 +2,7 @@
 
 The scheduler decides what a failure means (``before_each``: an infrastructure error for that run;
 ``after_each``: logged only); this module collects a stage's hooks and runs them in order, each
-through ``tamesu.hooks.run_hook``.
+through ``tamesu.hook_call.run_hook``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tamesu.hooks import DEFAULT_HOOK_TIMEOUT, HookOutcome, run_hook
+from tamesu.hook_call import DEFAULT_HOOK_TIMEOUT, HookOutcome, run_hook
 
 if TYPE_CHECKING:
     import httpx

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from tamesu.errors import ClusterLost
 from tamesu.runner.attempt import Attempts
-from tamesu.runner.capacity import HeldConcurrency, TargetCapacity, target_key
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.invocation import Reporter
 from tamesu.runner.results import ResultWriter, redact_result
 from tamesu.runner.setup import Budget, SuiteSetup
+from tamesu.runner.target_capacity import HeldConcurrency, TargetCapacity, target_key
 
 if TYPE_CHECKING:
     import httpx

@@ -22,7 +22,7 @@ from .digest import authorization, parse_challenge
 from .message import NameAddr, SipMessage, SipParseError, SipUri
 from .rtp import DIGITS, RtpStream
 from .sdp import CODECS, MediaOffer, answer_direction, build_sdp, parse_sdp
-from .transport import Peer
+from .sockets import Peer
 from .ua import T1, UserAgent, new_tag
 
 __all__ = ["Credentials", "EndReason", "SipCall", "callee_ends", "peer_of"]

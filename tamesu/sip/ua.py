@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING
 
 from .message import SipMessage, SipParseError
-from .transport import Peer, SipSockets
+from .sockets import Peer, SipSockets
 
 if TYPE_CHECKING:
     import ssl

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tamesu.testing.a2a_agent import A2AAgent, serve_a2a_agent
-    from tamesu.testing.agents import EchoAgent, RecordedRequest, serve_echo_agent
+    from tamesu.testing.echo_agent import EchoAgent, RecordedRequest, serve_echo_agent
     from tamesu.testing.livekit_agents import text_agent, voice_agent
     from tamesu.testing.livekit_server import LivekitServer, serve_livekit_server
     from tamesu.testing.loaded_agent import LoadedAgent, serve_loaded_agent
@@ -44,9 +44,9 @@ __all__ = [
 _WHERE = {
     "A2AAgent": "a2a_agent",
     "serve_a2a_agent": "a2a_agent",
-    "EchoAgent": "agents",
-    "RecordedRequest": "agents",
-    "serve_echo_agent": "agents",
+    "EchoAgent": "echo_agent",
+    "RecordedRequest": "echo_agent",
+    "serve_echo_agent": "echo_agent",
     "ModelServer": "model_server",
     "Reply": "model_server",
     "serve_model_server": "model_server",

@@ -29,7 +29,7 @@ from tamesu.audio.vad import TurnDetector
 from tamesu.sip.call import SipCall, callee_ends
 from tamesu.sip.message import SipMessage
 from tamesu.sip.rtp import RtpStream
-from tamesu.sip.transport import Peer
+from tamesu.sip.sockets import Peer
 from tamesu.sip.ua import UserAgent
 
 __all__ = ["GREETING", "SipVoiceAgent", "reply_to"]

@@ -44,7 +44,7 @@ class LineStage(Stage):
         self.latency = 0.0
         """Seconds the line model delays the caller's voice (resampling to and from its own rate)."""
         if line:
-            from tamesu.audio.line import get_line_model
+            from tamesu.audio.phone_line import get_line_model
 
             cap = lane.capacity
             self.bank = get_line_model(line).bank(cap, [0] * cap, rate=lane.rate)

@@ -5,8 +5,8 @@ import pytest
 
 from tamesu.audio import synth
 from tamesu.audio.dtmf import COLS, ROWS, DtmfDetector, detect_dtmf, dtmf_tones, goertzel_power
-from tamesu.audio.line import Line
 from tamesu.audio.noise import NoiseSource, mix_at_snr
+from tamesu.audio.phone_line import Line
 
 pytestmark = pytest.mark.unit
 

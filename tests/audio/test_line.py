@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tamesu.audio import pcm, synth
-from tamesu.audio.line import (
+from tamesu.audio.phone_line import (
     GilbertElliott,
     Line,
     LineBank,

@@ -15,7 +15,7 @@ MODULES = [
     "codec",
     "dtmf",
     "filters",
-    "line",
+    "phone_line",
     "noise",
     "pcm",
     "resample",

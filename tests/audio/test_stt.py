@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from tamesu.audio.line import Line
+from tamesu.audio.phone_line import Line
 from tamesu.audio.stt import STTCapabilities, STTEngine, Transcription, stt_engines
 from tamesu.audio.stt.hosted import OpenAISTT, parse_transcription
 from tamesu.audio.stt.shipped import SHIPPED_MODELS, ShippedModel

@@ -12,7 +12,7 @@ import pytest
 
 from tamesu.cli import main
 from tamesu.history import HistoryDB
-from tamesu.load.session import LoadRequest, run_load
+from tamesu.load.load_test import LoadRequest, run_load
 
 from ..load.agents import serve_fault_agent, write_suite
 

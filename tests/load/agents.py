@@ -146,7 +146,7 @@ async def load(directory: Path, suite: str, **request: Any) -> Any:
     """``run_load`` of ``suite`` (its text) written in ``directory``, run directories under runs/."""
     import io
 
-    from tamesu.load.session import LoadRequest, run_load
+    from tamesu.load.load_test import LoadRequest, run_load
 
     (directory / "suite.yaml").write_text(suite)
     request.setdefault("stream", io.StringIO())

@@ -11,7 +11,7 @@ import pytest
 from tamesu.config.load_profile import CapacitySearch
 from tamesu.load.capacity import CapacitySearcher
 from tamesu.load.gates import Gates
-from tamesu.load.session import LoadResult
+from tamesu.load.load_test import LoadResult
 from tamesu.reports.html import render_html
 from tamesu.reports.load_report import capacity_line
 from tamesu.reports.rundir import RunDirectory

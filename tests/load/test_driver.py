@@ -14,7 +14,7 @@ import pytest
 from tamesu.actors.services import RunServices
 from tamesu.load import LoadProfile
 from tamesu.load.driver import CALLS_FILE, CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
-from tamesu.load.session import LoadRequest, prepare_load
+from tamesu.load.load_test import LoadRequest, prepare_load
 from tamesu.runner.placement.local import LocalPlacement
 from tamesu.runner.results import ResultsStore, read_transcript
 from tamesu.runner.verdict import final_results
@@ -83,7 +83,7 @@ async def test_every_agent_fault_is_counted_by_kind_and_a_hang_stalls_nothing(
 async def test_5xx_the_connect_policy_retried_within_passing_calls_are_counted(
     agent: tuple[str, FaultAgent], services: RunServices, tmp_path: Path
 ) -> None:
-    from tamesu.load.report import build_load_report
+    from tamesu.load.report_data import build_load_report
 
     url, fault_agent = agent
     path = write_suite(tmp_path, url, {"cold": ["flaky"]}, attempts=2)

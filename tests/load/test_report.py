@@ -9,7 +9,7 @@ import pytest
 from tamesu.kernel.outcome import AssertionResult, RunResult
 from tamesu.load.gates import Gates, evaluate_gates
 from tamesu.load.live import LiveView, progress_line
-from tamesu.load.report import build_load_report
+from tamesu.load.report_data import build_load_report
 from tamesu.load.samples import CallSample, LoadStats
 from tamesu.reports.load_report import render_load_report
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tamesu.reports.grid import grid_order, grid_table
+from tamesu.reports.grid_table import grid_order, grid_table
 from tamesu.reports.html_grid import grid_section
 
 from .builders import run_result
@@ -82,7 +82,7 @@ def test_cells_follow_the_grid_as_given_and_errors_add_no_latency() -> None:
 
 
 def test_the_console_counts_the_failed_calls_by_cause() -> None:
-    from tamesu.reports.grid import causes_line
+    from tamesu.reports.grid_table import causes_line
 
     results = runs()
     assert (

@@ -12,7 +12,7 @@ import pytest
 from tamesu import run
 from tamesu.reports.html import MAX_VALUE_CHARS, render_html
 from tamesu.reports.rundir import RunDirectory
-from tamesu.testing.agents import serve_echo_agent
+from tamesu.testing.echo_agent import serve_echo_agent
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tamesu.kernel.outcome import GraphOutcome
-from tamesu.runner.capacity import HeldConcurrency, TargetCapacity
+from tamesu.runner.target_capacity import HeldConcurrency, TargetCapacity
 
 from .test_scheduler import Events, Outcome, ScriptedPlacement, make_spec, passed, schedule, transcript
 
@@ -181,7 +181,7 @@ async def test_a_target_that_never_refused_for_capacity_keeps_its_errors() -> No
 
 
 def test_a_target_that_refuses_even_alone_for_long_is_hopeless_until_it_serves_again() -> None:
-    from tamesu.runner.capacity import ALONE_LIMIT
+    from tamesu.runner.target_capacity import ALONE_LIMIT
 
     now = [100.0]
     capacity = TargetCapacity(4, clock=lambda: now[0])

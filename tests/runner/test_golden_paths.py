@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tamesu import run_async
-from tamesu.testing.agents import serve_echo_agent
+from tamesu.testing.echo_agent import serve_echo_agent
 from tamesu.untrusted import OutsideFolder, inside
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tamesu import run_async
-from tamesu.testing.agents import serve_echo_agent
+from tamesu.testing.echo_agent import serve_echo_agent
 
 pytestmark = pytest.mark.integration
 

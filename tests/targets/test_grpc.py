@@ -354,7 +354,7 @@ def test_tls_parameters_need_a_grpcs_url_and_a_cert_needs_its_key() -> None:
 
 def test_the_checked_in_stubs_are_what_the_proto_compiles_to() -> None:
     pytest.importorskip("grpc_tools")
-    from tamesu.targets.grpc.grpc_stubs.generate import HERE, stubs
+    from tamesu.targets.grpc.grpc_stubs.compile_proto import HERE, stubs
 
     def unstamped(text: str) -> str:
         """The stub without the grpcio-tools version it stamps (a fresh install may have a newer patch)."""
@@ -362,7 +362,7 @@ def test_the_checked_in_stubs_are_what_the_proto_compiles_to() -> None:
 
     for name, text in stubs().items():
         assert unstamped((HERE / name).read_text()) == unstamped(text), (
-            f"{name} is stale: python -m tamesu.targets.grpc.grpc_stubs.generate"
+            f"{name} is stale: python -m tamesu.targets.grpc.grpc_stubs.compile_proto"
         )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tamesu.load.session import LoadRequest, run_load
+from tamesu.load.load_test import LoadRequest, run_load
 
 from .peers import AgentScript, Calls, LoopbackAgent, calls
 

@@ -37,7 +37,7 @@ from tamesu.untrusted import printable
 if TYPE_CHECKING:
     from tamesu.sip.call import Credentials, SipCall
     from tamesu.sip.message import SipMessage
-    from tamesu.sip.transport import Peer
+    from tamesu.sip.sockets import Peer
     from tamesu.sip.ua import UserAgent
     from tamesu.targets.base import TargetContext
     from tamesu.targets.sip.sip_livekit import TrunkCall
@@ -250,7 +250,7 @@ class SipAdapter(TargetAdapter):
 
     async def _trigger(self) -> None:
         from tamesu.config.common import Hook
-        from tamesu.hooks import run_hook
+        from tamesu.hook_call import run_hook
 
         trigger = self.config.trigger
         if trigger is None:

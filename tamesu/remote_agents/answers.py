@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from a2a.types.a2a_pb2 import Message
 
     from tamesu.config.suite import RemoteAgent, RemoteReply
-    from tamesu.remote_agents.record import Recording
+    from tamesu.remote_agents.exchanges import Recording
 
 __all__ = ["ForwardingAgent", "ScriptedAgent"]
 

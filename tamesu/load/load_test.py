@@ -223,7 +223,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
     from tamesu.load.gates import evaluate_gates
     from tamesu.load.grading import load_gates, load_verdicts, one_spec_per_test, write_summary
     from tamesu.load.live import LiveView
-    from tamesu.load.report import build_load_report, write_load_report
+    from tamesu.load.report_data import build_load_report, write_load_report
     from tamesu.reports.load_report import render_load_report
     from tamesu.runner.results import output_dir
     from tamesu.runner.setup import suite_setups

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tamesu.history.grid import GridChange, grid_changes
+from tamesu.history.grid_changes import GridChange, grid_changes
 from tamesu.history.store import HistoryDB, HistoryError, Invocation, TestRow
 from tamesu.stats import Difference, mean_difference, paired_difference, rate_difference
 
@@ -78,7 +78,7 @@ class Comparison:
     flaky: list[tuple[str, str]] = field(default_factory=list)
     """(test name, why it is called flaky)."""
     grid: list[GridChange] = field(default_factory=list)
-    """``--grid`` runs: each cell's pass rate on both sides (``tamesu.history.grid``)."""
+    """``--grid`` runs: each cell's pass rate on both sides (``tamesu.history.grid_changes``)."""
 
     def of(self, kind: str) -> list[TestChange]:
         return [c for c in self.changes if c.kind == kind]

@@ -1,6 +1,6 @@
 """Build time: schema/agent.proto compiled into the stubs of this package (needs grpcio-tools).
 
-    python -m tamesu.targets.grpc.grpc_stubs.generate
+    python -m tamesu.targets.grpc.grpc_stubs.compile_proto
 
 protoc writes ``import agent_pb2`` in the service module; it becomes a relative import so the
 stubs work from inside the package. The checked-in stubs come from grpcio-tools 1.78 (protobuf
