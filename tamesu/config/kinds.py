@@ -71,6 +71,9 @@ class TargetKind:
     """What it talks to, in one line: the README's targets table."""
     extra: str | None = None
     """The extra its adapter needs (``tamesu.extras``): validate warns when it is missing."""
+    project_blocks: tuple[str, ...] = ()
+    """The tamesu.yaml blocks its adapter reads (``sip``, ``livekit``): the planner copies them onto
+    the run (``RunSpec``'s fields of those names), so the runner names no target type."""
 
     def carries_audio(self, mode: str | None) -> bool:
         """Whether a call in ``mode`` (the test's, else the target's) carries audio."""
@@ -261,12 +264,13 @@ def target_type(
     parts: Mapping[str, frozenset[str]] | None = None,
     summary: str = "",
     extra: str | None = None,
+    project_blocks: tuple[str, ...] = (),
 ) -> Callable[[type[Any]], type[Any]]:
     """Class decorator for a target type's config model: register it under ``type: name``.
 
     ``adapter`` is the adapter class or its ``"module:Class"`` (None: none yet); ``audio`` says when
     its calls carry audio; ``parts`` what a script step may send per mode; ``extra`` the extra
-    the adapter needs.
+    the adapter needs; ``project_blocks`` the tamesu.yaml blocks the adapter reads.
     """
 
     def deco(config: type[Any]) -> type[Any]:
@@ -279,6 +283,7 @@ def target_type(
                 parts=dict(parts or {}),
                 summary=summary,
                 extra=extra,
+                project_blocks=project_blocks,
             )
         )
         return config

@@ -4,7 +4,7 @@ The grid is expanded at plan time, after the suite's own expansion (cases, langu
 each run of an audio test becomes one run per cell, its persona changed as the cell says, its test
 id suffixed with the cell (``returns {line_quality=pstn, background_noise=cafe@10}``) so each cell
 is a test of its own with its repeats, pass rate and interval. Text tests are left as they are. The
-cell travels in ``spec.extra["grid"]`` to the run's result (``RunResult.grid``), which the reports
+cell travels in ``spec.grid`` to the run's result (``RunResult.grid``), which the reports
 group by.
 """
 
@@ -148,5 +148,5 @@ def _in_cell(spec: RunSpec, cell: dict[str, str]) -> RunSpec:
         test_id=test_id,
         run_id=test_id + suffix,
         language=language,
-        extra={**spec.extra, "grid": dict(cell)},
+        grid=dict(cell),
     )
