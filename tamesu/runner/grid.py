@@ -20,10 +20,8 @@ from tamesu.errors import UsageError
 if TYPE_CHECKING:
     from tamesu.run_spec import RunSpec
 
-__all__ = ["AUDIO_TYPES", "GRID_KEYS", "Grid", "cell_label", "cell_of", "cells", "expand_grid", "parse_grid"]
+__all__ = ["GRID_KEYS", "Grid", "cell_label", "cell_of", "cells", "expand_grid", "parse_grid"]
 
-AUDIO_TYPES = frozenset({"voice", "twilio", "sip", "livekit", "pipecat", "realtime"})
-"""Target types whose calls carry audio (pipecat and realtime in audio mode)."""
 GRID_KEYS = ("line_quality", "background_noise", "voice", "language", "interrupt_probability")
 _LINES = ("pstn", "mobile_poor", "voip_good", "none")
 
@@ -105,7 +103,7 @@ def expand_grid(specs: Sequence[RunSpec], grid: Grid) -> list[RunSpec]:
         pending.clear()
 
     for spec in specs:
-        if str(getattr(spec.target, "type", "")) not in AUDIO_TYPES:
+        if not _may_carry_audio(spec):
             flush()
             out.append(spec)
             continue
@@ -150,3 +148,12 @@ def _in_cell(spec: RunSpec, cell: dict[str, str]) -> RunSpec:
         language=language,
         grid=dict(cell),
     )
+
+
+def _may_carry_audio(spec: RunSpec) -> bool:
+    """Whether the run's target type can carry audio at all (its kind's ``audio`` is not ``never``):
+    the runner asks the registry, and names no target type."""
+    from tamesu.config.kinds import target_kinds
+
+    kind = str(getattr(spec.target, "type", ""))
+    return kind in target_kinds and target_kinds.get(kind).audio != "never"
