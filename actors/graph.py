@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import lru_cache
@@ -34,9 +33,10 @@ from tamesu.kernel.messages import ErrorMsg
 from tamesu.kernel.outcome import AssertionResult, GraphOutcome
 from tamesu.kernel.transcript import Transcript, turn_view
 from tamesu.metrics import compute_metrics
+from tamesu.run_spec import new_session
 from tamesu.secrets import SecretStore
 from tamesu.speech_pool import MeteredSpeech
-from tamesu.templates import Scope, render_text
+from tamesu.templates import Scope
 from tamesu.untrusted import json_bytes
 from tamesu.users.simulator import UserSimulator, make_simulator
 from tamesu.wire.faults import AgentFaults
@@ -128,13 +128,17 @@ class RunGraph:
         """Drive the run to its end (or to ``timeout`` seconds) and return its outcome. The run's
         remote agents are served first; then ``ready`` (the run's ``before_each`` hooks, which may
         name their URLs) is awaited, and an error it returns fails the run as a hook error."""
-        cannot = self.spec.cannot_run()
+        cannot = self.spec.cannot_run
         if cannot is not None:
             self._fail(cannot[0], cannot[1], False)
             return self.outcome()
         remote = None
         try:
-            if self.spec.remote_agents or self._suite_agents() is not None or self._held() is not None:
+            if (
+                self.spec.remote_agents
+                or self._suite_agents() is not None
+                or self.spec.held_by_driver is not None
+            ):
                 try:
                     remote = await self._serve_remote_agents()
                 except Exception as exc:
@@ -215,7 +219,7 @@ class RunGraph:
         from tamesu.targets.base import TargetContext
 
         spec, target = self.spec, self.spec.target
-        session = spec.extra.get("session") or self._session_id(target, self.scope)
+        session = spec.session or new_session(target, self.scope)
         self.scope.set("session", session)
         self.transcript.session = session
         self.router = self.services.router_for(spec.models)
@@ -242,11 +246,11 @@ class RunGraph:
             run_timeout=spec.timeout,
             output_dir=self.services.output_dir,
             update_golden=self.services.update_golden,
-            max_goal_steps=spec.extra.get("max_goal_steps"),
+            max_goal_steps=spec.max_goal_steps,
             detect_dtmf=any(named.kind == "dtmf_received" for named in spec.assertions),
-            shared_delegates=self._suite_agents() is not None or self._held() is not None,
-            sip=spec.extra.get("sip"),
-            livekit=spec.extra.get("livekit"),
+            shared_delegates=self._suite_agents() is not None or self.spec.held_by_driver is not None,
+            sip=spec.sip,
+            livekit=spec.livekit,
         )
         self.adapter = _adapter(target, ctx)
         counterpart = self._counterpart(ctx)
@@ -282,7 +286,7 @@ class RunGraph:
         if counterpart is None or spec.counterpart_target is None:
             return None
         scope = self.scope.child()
-        session = self._session_id(spec.counterpart_target, scope)
+        session = new_session(spec.counterpart_target, scope)
         scope.set("session", session)
         cp_ctx = replace(
             ctx,
@@ -297,13 +301,6 @@ class RunGraph:
         )
         return _adapter(spec.counterpart_target, cp_ctx)
 
-    @staticmethod
-    def _session_id(target: Any, scope: Scope) -> str:
-        """The target's ``session.id`` template rendered, else a fresh uuid (for the run's own target
-        the scheduler usually made it already, for its hooks, and passes ``spec.extra["session"]``)."""
-        template = getattr(getattr(target, "session", None), "id", None)
-        return render_text(template, scope) if template else str(uuid.uuid4())
-
     def _make_simulator(self, counterpart: TargetAdapter | None) -> UserSimulator:
         return make_simulator(
             self.spec, self.scope, router=self.router, ledger=self.ledger, counterpart=counterpart
@@ -316,11 +313,11 @@ class RunGraph:
         from tamesu.remote_agents.serve import RemoteAgents
         from tamesu.remote_agents.suite import AttachedRun
 
-        held = self._held()
+        held = self.spec.held_by_driver
         if held is not None:  # the driver serves them: their URLs here, the exchanges fetched at the end
-            for key, value in held["values"].items():
+            for key, value in held.values.items():
                 self.scope.set(key, value)
-            return _Held(held["values"])
+            return _Held(held.values)
         suite = self._suite_agents()
         if suite is not None:
             run = AttachedRun(
@@ -341,13 +338,6 @@ class RunGraph:
             http=self.services.http,
         )
 
-    def _held(self) -> dict[str, Any] | None:
-        """The suite's remote agents as the driver serves them for this run (a Ray worker's run)."""
-        from tamesu.remote_agents.suite import EXCHANGES
-
-        held = self.spec.extra.get(EXCHANGES)
-        return held if isinstance(held, dict) else None
-
     async def _fetch_exchanges(self) -> None:
         """A held run's messages to and from the suite's remote agents, fetched from the driver and
         placed on this run's clock, before it is graded."""
@@ -355,7 +345,7 @@ class RunGraph:
 
         from tamesu.remote_agents.suite import fetch_exchanges
 
-        held = self._held()
+        held = self.spec.held_by_driver
         if held is None:
             return
         try:
@@ -460,7 +450,7 @@ class RunGraph:
     def _costs(self, metrics: Mapping[str, float]) -> dict[str, float]:
         return run_costs(
             metrics,
-            prices=self.spec.extra.get("prices"),
+            prices=self.spec.prices,
             target_name=self.spec.target_name,
             target_type=str(getattr(self.spec.target, "type", "")),
             speech=self.speech,
@@ -477,14 +467,14 @@ class RunGraph:
             models=self.router,
             ledger=self.ledger,
             redactor=self.services.redactor,
-            project_dir=_path(project_dir) if (project_dir := self.spec.extra.get("project_dir")) else None,
+            project_dir=_path(self.spec.project_dir) if self.spec.project_dir else None,
         )
         named = self.spec.assertions
         if len(named) == 1:
             results = [await self._assert(named[0], ctx)]
         else:
             results = list(await asyncio.gather(*(self._assert(item, ctx) for item in named)))
-        attack = self.spec.extra.get("attack")
+        attack = self.spec.attack
         if attack is not None:
             from tamesu.redteam.detectors import run_detectors
 

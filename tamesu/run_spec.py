@@ -6,6 +6,9 @@ validated config models, so it can be shipped to a Ray worker as it is (pickle).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import random
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -14,8 +17,22 @@ from tamesu.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from tamesu.config import Assertion, Models, Target, Test
+    from tamesu.config.prices import Prices
+    from tamesu.config.project import LiveKitConfig, SipConfig
+    from tamesu.playbooks.model import AttackPlan
+    from tamesu.remote_agents.suite import HeldRun
+    from tamesu.templates import Scope
 
-__all__ = ["NamedAssertion", "RunSpec"]
+__all__ = ["NamedAssertion", "RunSpec", "new_session"]
+
+_IDS = random.Random()
+"""Session ids: random version-4 uuids from a generator of our own (seeded from the OS, untouched
+by suites that seed ``random``), without a system call per run."""
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_IDS.seed)
+_V4 = (0x4000 << 64) | (0x8000 << 48)
+"""The version (4) and variant (RFC 4122) bits of a random uuid."""
+_NOT_V4 = ~((0xF000 << 64) | (0xC000 << 48))
 
 
 @dataclass
@@ -50,6 +67,8 @@ class RunSpec:
     target_name: str
     target: Target
     test: Test
+    project_dir: str | None = None
+    """The folder of the suite's tamesu.yaml (custom assertions live beside it); None without one."""
     assertions: list[NamedAssertion] = field(default_factory=list)
     case: str | None = None
     language: str | None = None
@@ -75,7 +94,25 @@ class RunSpec:
     strict: bool = False
     """A skipped check makes the run an error, an inconclusive one a failure (``--strict``,
     ``defaults.strict``)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    attack: AttackPlan | None = None
+    """The attack a red-team run makes (``red_team:``); None for the suite's own tests."""
+    max_goal_steps: int | None = None
+    """The steps a scripted goal may take (``defaults.max_goal_steps``); set for tests with steps."""
+    prices: Prices | None = None
+    """What speech and call minutes cost (tamesu.yaml ``prices:``)."""
+    sip: SipConfig | None = None
+    """tamesu.yaml's ``sip:`` block, for a target type that reads it (``TargetKind.project_blocks``)."""
+    livekit: LiveKitConfig | None = None
+    """tamesu.yaml's ``livekit:`` block, for a target type that reads it (``TargetKind.project_blocks``)."""
+    session: str | None = None
+    """The session id the attempt made for its hooks (``session_id``); the graph uses it as it is."""
+    held_by_driver: HeldRun | None = None
+    """The suite's remote agents as the driver serves them for this run (a run in a Ray worker)."""
+    grid: dict[str, str] | None = None
+    """The ``--grid`` cell this run is (grid key -> value), for its result."""
+    cannot_run: tuple[str, str] | None = None
+    """(why, error kind) when this environment cannot run it (what validate warned about): the run
+    is reported as an error and never started."""
 
     def evolve(self, **changes: Any) -> RunSpec:
         """A shallow copy with ``changes`` (what ``dataclasses.replace`` gives, without re-running
@@ -88,19 +125,29 @@ class RunSpec:
         copy.__dict__.update(changes)
         return copy
 
-    def with_extra(self, **extra: Any) -> RunSpec:
-        """A copy whose ``extra`` has these keys too."""
-        return self.evolve(extra={**self.extra, **extra})
-
-    def cannot_run(self) -> tuple[str, str] | None:
-        """(why, error kind) when this environment cannot run it (what validate warned about): the run
-        is reported as an error and never started."""
-        why = self.extra.get("unrunnable")
-        return None if why is None else (str(why), str(self.extra.get("unrunnable_kind") or "environment"))
-
     def unrunnable(self, why: str, kind: str) -> RunSpec:
         """A copy that ``cannot_run`` for this reason (the first reason given is kept)."""
-        return self if "unrunnable" in self.extra else self.with_extra(unrunnable=why, unrunnable_kind=kind)
+        return self if self.cannot_run is not None else self.evolve(cannot_run=(why, kind))
 
 
 _FIELDS = frozenset(RunSpec.__dataclass_fields__)
+
+
+def new_session(target: Any, scope: Scope) -> str:
+    """A session id for a call to ``target``: its ``session.id`` template rendered in ``scope``, else
+    (no template, or one that cannot render) a fresh uuid. The one maker: the attempt's for the run
+    (its hooks see it), the graph's for a counterpart and for a run made without an attempt."""
+    template = getattr(getattr(target, "session", None), "id", None)
+    if template:
+        from tamesu.templates import render_text
+
+        with contextlib.suppress(Exception):
+            return render_text(template, scope)
+    return _uuid4()
+
+
+def _uuid4() -> str:
+    """A random version-4 uuid in the form ``str(uuid.uuid4())`` has, drawn from ``_IDS``, without
+    building a ``UUID`` object."""
+    digits = f"{_IDS.getrandbits(128) & _NOT_V4 | _V4:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"

@@ -1,7 +1,7 @@
 """``red_team:`` -> the adversarial tests a suite gains when it loads: one per attack.
 
 Each test is an ordinary ``Test`` (visible in ``tamesu list``, selectable by its tags ``red-team``
-and ``playbook:NAME``) plus the attack's plan, which the run carries in ``RunSpec.extra["attack"]``:
+and ``playbook:NAME``) plus the attack's plan, which the run carries in ``RunSpec.attack``:
 the scripted opening, the tactics, and the detectors with every pack they use already resolved
 (a suite pack of the same name replaces the built-in one).
 """

@@ -74,6 +74,9 @@ class TargetKind:
     needs: str | None = None
     """``"module:function"`` that says what else this machine lacks to run the type (a program such
     as Chromium): it returns a ``MissingExtraError`` (validate warns with its words) or None."""
+    project_blocks: tuple[str, ...] = ()
+    """The tamesu.yaml blocks its adapter reads (``sip``, ``livekit``): the planner copies them onto
+    the run (``RunSpec``'s fields of those names), so the runner names no target type."""
 
     def carries_audio(self, mode: str | None) -> bool:
         """Whether a call in ``mode`` (the test's, else the target's) carries audio."""
@@ -265,12 +268,14 @@ def target_type(
     summary: str = "",
     extra: str | None = None,
     needs: str | None = None,
+    project_blocks: tuple[str, ...] = (),
 ) -> Callable[[type[Any]], type[Any]]:
     """Class decorator for a target type's config model: register it under ``type: name``.
 
     ``adapter`` is the adapter class or its ``"module:Class"`` (None: none yet); ``audio`` says when
     its calls carry audio; ``parts`` what a script step may send per mode; ``extra`` the extra
-    the adapter needs; ``needs`` what else it needs of this machine (``TargetKind.needs``).
+    the adapter needs; ``needs`` what else it needs of this machine (``TargetKind.needs``);
+    ``project_blocks`` the tamesu.yaml blocks the adapter reads.
     """
 
     def deco(config: type[Any]) -> type[Any]:
@@ -284,6 +289,7 @@ def target_type(
                 summary=summary,
                 extra=extra,
                 needs=needs,
+                project_blocks=project_blocks,
             )
         )
         return config

@@ -410,7 +410,7 @@ def _leave_out_unrunnable(
 
     runnable, errors = [], []
     for spec in specs:
-        cannot = spec.cannot_run()
+        cannot = spec.cannot_run
         if cannot is None:
             runnable.append(spec)
         else:

@@ -188,7 +188,7 @@ class Playbook:
 
 @dataclass(frozen=True)
 class AttackPlan:
-    """One attack as a run carries it (``RunSpec.extra["attack"]``): all a run needs, no lookup."""
+    """One attack as a run carries it (``RunSpec.attack``): all a run needs, no lookup."""
 
     playbook: str
     attack: str

@@ -55,7 +55,7 @@ def _tactic(transcript: Transcript | None, agent_turn: int | None) -> str | None
 
 def findings_of(spec: Any, results: Sequence[Any], transcript: Transcript | None) -> list[Finding]:
     """The findings of one red-team run (none for a run of an ordinary test)."""
-    plan = spec.extra.get("attack")
+    plan = spec.attack
     if plan is None:
         return []
     out = []

@@ -15,7 +15,7 @@ What none of them decides is recorded in no run (``delegated_to`` reads only its
 counted in ``unattributed``, which the scheduler reports. A run in this process (the local
 placement) attaches its own transcript. A run in another process (a Ray worker) is held here
 for it by the driver (``hold``): its exchanges are kept in a transcript of the driver's, stamped
-in wall-clock time, and the worker fetches them (``EXCHANGES``, with the suite's own token)
+in wall-clock time, and the worker fetches them (``HeldRun``, with the suite's own token)
 before it grades the run.
 """
 
@@ -41,13 +41,20 @@ if TYPE_CHECKING:
     from tamesu.remote_agents.serve import RemoteAgents
     from tamesu.templates import Scope
 
-__all__ = ["EXCHANGES", "AttachedRun", "SuiteRemoteAgents", "fetch_exchanges"]
-
-EXCHANGES = "suite_agents"
-"""The ``RunSpec.extra`` key a run held by the driver carries: the values, and where its exchanges are."""
+__all__ = ["AttachedRun", "HeldRun", "SuiteRemoteAgents", "fetch_exchanges"]
 
 MAX_IDS = 10_000
 """Context and task ids remembered per suite (the oldest are forgotten past it)."""
+
+
+@dataclass(frozen=True)
+class HeldRun:
+    """What a run the driver holds carries to its worker (``RunSpec.held_by_driver``): the suite's
+    agents' template values, and where to fetch the run's exchanges with them."""
+
+    values: dict[str, str]
+    url: str
+    token: str
 
 
 @dataclass
@@ -137,9 +144,9 @@ class SuiteRemoteAgents:
         await send({"type": "http.response.start", "status": 200 if held else 404, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    async def hold(self, run_id: str, session: str) -> dict[str, Any]:
-        """Attach a run of another process, its session id as its context; returns what its
-        ``RunSpec.extra[EXCHANGES]`` carries there."""
+    async def hold(self, run_id: str, session: str) -> HeldRun:
+        """Attach a run of another process, its session id as its context; returns what it
+        carries there."""
         from tamesu.kernel.transcript import Transcript
         from tamesu.remote_agents.exchanges import Recording
 
@@ -151,7 +158,7 @@ class SuiteRemoteAgents:
         )
         self._held[run_id] = run
         self.attach(run)
-        return {"values": dict(self.values), "url": self.exchanges_url, "token": self.token}
+        return HeldRun(values=dict(self.values), url=self.exchanges_url, token=self.token)
 
     def release(self, run_id: str) -> None:
         self._held.pop(run_id, None)
@@ -245,15 +252,13 @@ class _WallClock:
         await asyncio.sleep(seconds)
 
 
-async def fetch_exchanges(held: dict[str, Any], run_id: str, *, http: httpx.AsyncClient) -> list[Any]:
+async def fetch_exchanges(held: HeldRun, run_id: str, *, http: httpx.AsyncClient) -> list[Any]:
     """A held run's exchanges from the driver, as the driver stamped them (wall-clock ``at``)."""
     import msgspec
 
     from tamesu.kernel.events import RemoteMessage, Truncated
 
-    resp = await http.get(
-        held["url"] + run_id, headers={"Authorization": f"Bearer {held['token']}"}, timeout=30
-    )
+    resp = await http.get(held.url + run_id, headers={"Authorization": f"Bearer {held.token}"}, timeout=30)
     resp.raise_for_status()
     out: list[Any] = []
     for item in resp.json():

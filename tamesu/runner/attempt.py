@@ -11,9 +11,6 @@ results are written; everything an attempt does is here, once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tamesu.clock import within
 from tamesu.durations import format_duration
 from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
-from tamesu.remote_agents.suite import EXCHANGES
+from tamesu.run_spec import new_session
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
 from tamesu.runner.setup import Budget
@@ -35,6 +32,7 @@ if TYPE_CHECKING:
     from tamesu.actors.graph import Ready
     from tamesu.kernel.outcome import AssertionResult, RunResult
     from tamesu.kernel.transcript import Transcript
+    from tamesu.remote_agents.suite import HeldRun
     from tamesu.run_spec import RunSpec
     from tamesu.runner.placement import Placement
     from tamesu.runner.setup import SuiteSetup
@@ -45,35 +43,15 @@ __all__ = ["BACKSTOP", "AttemptSink", "Attempts", "hook_kwargs", "session_id"]
 
 BACKSTOP = 15.0
 """Seconds past a run's timeout after which a placement that has not answered is given up on."""
-_IDS = random.Random()
-"""Session ids: random version-4 uuids from a generator of our own (seeded from the OS, untouched
-by suites that seed ``random``), without a system call per run."""
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_IDS.seed)
-_V4 = (0x4000 << 64) | (0x8000 << 48)
-"""The version (4) and variant (RFC 4122) bits of a random uuid."""
-_NOT_V4 = ~((0xF000 << 64) | (0xC000 << 48))
-
-
-def _uuid4() -> str:
-    """A random version-4 uuid in the form ``str(uuid.uuid4())`` has, drawn from ``_IDS``, without
-    building a ``UUID`` object."""
-    digits = f"{_IDS.getrandbits(128) & _NOT_V4 | _V4:032x}"
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 def session_id(spec: RunSpec, setup: SuiteSetup | None) -> str:
-    """The run's session id, made before the hooks so that they see it as $TAMESU_SESSION: the
-    target's ``session.id`` template when it has one, else a fresh uuid. The graph reads it from
-    ``spec.extra["session"]``."""
-    template = getattr(getattr(spec.target, "session", None), "id", None)
-    if template:
-        from tamesu.templates import Scope, render_text
+    """The run's session id (``new_session``), made before the hooks so that they see it as
+    $TAMESU_SESSION; the graph reads it from ``spec.session``."""
+    from tamesu.templates import Scope
 
-        scope = Scope({"vars": spec.vars}, parent=setup.scope if setup is not None else None)
-        with contextlib.suppress(Exception):
-            return render_text(template, scope)
-    return _uuid4()
+    scope = Scope({"vars": spec.vars}, parent=setup.scope if setup is not None else None)
+    return new_session(spec.target, scope)
 
 
 def hook_kwargs(
@@ -221,7 +199,7 @@ class Attempts:
         """
         setup = self.setups.get(spec.suite_path)
         session = session_id(spec, setup)
-        spec = spec.with_extra(session=session, attempt=attempt)
+        spec = spec.evolve(session=session)
         wall = time.time()
         started = time.monotonic()
         env: dict[str, str] = {}
@@ -248,7 +226,7 @@ class Attempts:
         held = await self._hold_remote(spec, session)
         try:
             if held is not None:
-                spec = spec.with_extra(**{EXCHANGES: held})
+                spec = spec.evolve(held_by_driver=held)
             answer = await self._call_graph(spec, setup.secrets if setup is not None else None, ready)
         finally:
             if held is not None:
@@ -260,7 +238,7 @@ class Attempts:
         result, retryable = self._result(spec, answer, attempt, wall, time.monotonic() - started)
         return result, retryable, answer.transcript, answer.retry_after
 
-    async def _hold_remote(self, spec: RunSpec, session: str) -> dict[str, Any] | None:
+    async def _hold_remote(self, spec: RunSpec, session: str) -> HeldRun | None:
         """A run placed in another process (a Ray worker) is held by its suite's remote agents here,
         on the driver: what it carries to its worker (their URLs, where to fetch its exchanges)."""
         if getattr(self.placement, "in_process", False) or not spec.suite_path:

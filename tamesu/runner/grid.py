@@ -4,7 +4,7 @@ The grid is expanded at plan time, after the suite's own expansion (cases, langu
 each run of an audio test becomes one run per cell, its persona changed as the cell says, its test
 id suffixed with the cell (``returns {line_quality=pstn, background_noise=cafe@10}``) so each cell
 is a test of its own with its repeats, pass rate and interval. Text tests are left as they are. The
-cell travels in ``spec.extra["grid"]`` to the run's result (``RunResult.grid``), which the reports
+cell travels in ``spec.grid`` to the run's result (``RunResult.grid``), which the reports
 group by.
 """
 
@@ -103,7 +103,7 @@ def expand_grid(specs: Sequence[RunSpec], grid: Grid) -> list[RunSpec]:
         pending.clear()
 
     for spec in specs:
-        if not _can_carry_audio(str(getattr(spec.target, "type", ""))):
+        if not _may_carry_audio(spec):
             flush()
             out.append(spec)
             continue
@@ -146,12 +146,14 @@ def _in_cell(spec: RunSpec, cell: dict[str, str]) -> RunSpec:
         test_id=test_id,
         run_id=test_id + suffix,
         language=language,
-        extra={**spec.extra, "grid": dict(cell)},
+        grid=dict(cell),
     )
 
 
-def _can_carry_audio(kind: str) -> bool:
-    """Whether calls of this target type may carry audio (in some mode): the registry says."""
+def _may_carry_audio(spec: RunSpec) -> bool:
+    """Whether the run's target type can carry audio at all (its kind's ``audio`` is not ``never``):
+    the runner asks the registry, and names no target type."""
     from tamesu.config.kinds import target_kinds
 
+    kind = str(getattr(spec.target, "type", ""))
     return kind in target_kinds and target_kinds.get(kind).audio != "never"

@@ -128,27 +128,19 @@ def plan(
             remote_agents=remote,
             limits=limits,
             strict=strict or (project is not None and project.defaults.strict),
+            project_dir=str(loaded.project_dir) if loaded.project_dir is not None else None,
+            attack=attack,
+            max_goal_steps=defaults.max_goal_steps if test.steps else None,
+            prices=project.prices if project is not None else None,
+            **_project_blocks(project, target),
         )
         for expanded in expansions:
             if filter and not matches_filter(expanded.test_id, filter):
                 continue
             why = next((p for p in problems if p.reaches(index, expanded.language)), None)
-            extra: dict[str, Any] = (
-                {} if why is None else {"unrunnable": str(why), "unrunnable_kind": why.kind}
-            )
-            if attack is not None:
-                extra["attack"] = attack
-            if test.steps:
-                extra["max_goal_steps"] = defaults.max_goal_steps
-            if project is not None and project.prices is not None:
-                extra["prices"] = project.prices
-            if project is not None and project.sip is not None and getattr(target, "type", "") == "sip":
-                extra["sip"] = project.sip
-            if project is not None and project.livekit is not None and getattr(target, "type", "") == "sip":
-                extra["livekit"] = project.livekit
+            run = template if why is None else template.unrunnable(str(why), why.kind)
             out.extend(
-                template.evolve(
-                    extra=extra,
+                run.evolve(
                     run_id=f"{expanded.test_id}#{i + 1}" if repeats > 1 else expanded.test_id,
                     test_id=expanded.test_id,
                     case=expanded.case,
@@ -251,6 +243,18 @@ def _shared_assertions(defaults: Defaults, suite: Suite, file: str) -> list[Name
         item = Assertion.model_validate({"metric": {"name": metric, "lte": limit}})
         out.append(NamedAssertion(f"slo/{metric}", item))
     return out
+
+
+def _project_blocks(project: Project | None, target: Target) -> dict[str, Any]:
+    """The tamesu.yaml blocks the target's type reads (``TargetKind.project_blocks``) that the
+    project sets, by name: the spec's fields of the same names."""
+    from tamesu.config.kinds import target_kinds
+
+    kind = str(getattr(target, "type", ""))
+    if project is None or kind not in target_kinds:
+        return {}
+    blocks = ((name, getattr(project, name, None)) for name in target_kinds.get(kind).project_blocks)
+    return {name: block for name, block in blocks if block is not None}
 
 
 def with_project_server(target: Target, project: Project | None) -> Target:

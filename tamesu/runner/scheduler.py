@@ -210,7 +210,7 @@ class Scheduler:
 
     async def _run_spec(self, spec: RunSpec) -> None:
         state = self._states[spec.suite_path]
-        cannot = spec.cannot_run()
+        cannot = spec.cannot_run
         try:
             if self.early_stop is not None and self.early_stop.skip(spec):
                 self.reporter.run_skipped(spec)

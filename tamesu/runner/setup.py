@@ -119,7 +119,7 @@ def _setup(
     )
     index = {id(test): i for i, test in enumerate(suite.tests)}
     tests = [index.get(id(spec.test), -1) for spec in specs]
-    wanted = {i for i, spec in zip(tests, specs) if spec.cannot_run() is None}
+    wanted = {i for i, spec in zip(tests, specs) if spec.cannot_run is None}
     values: dict[str, str] = {}
     problems: dict[str, str] = {}
     used = reach.names_used(wanted) if wanted else set()

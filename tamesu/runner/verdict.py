@@ -98,7 +98,7 @@ def result_of(
     if error is None and (why := strict_error(spec, results)) is not None:
         error, error_kind = why, "skipped"
     findings = []
-    if "attack" in spec.extra:
+    if spec.attack is not None:
         from tamesu.redteam.findings import findings_of
 
         findings = findings_of(spec, results, transcript)
@@ -124,7 +124,7 @@ def result_of(
         turns=len(transcript.agent_turns()) if transcript is not None else 0,
         findings=findings,
         agent_faults=dict(transcript.agent_faults) if transcript is not None else {},
-        grid=spec.extra.get("grid"),
+        grid=spec.grid,
     )
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import httpx
 
     from tamesu.clock import Clock
+    from tamesu.config.project import LiveKitConfig, SipConfig
     from tamesu.config.suite import Test
     from tamesu.config.target import TargetConfig
     from tamesu.kernel.messages import Message, UserTurn
@@ -97,10 +98,10 @@ class TargetContext:
     """The agent's faults the connect policy retried in this run (the run's transcript reports them)."""
     speech: SpeechPool | None = None
     """The run's speech engines (audio targets); None: this process's own."""
-    sip: Any = None
-    """tamesu.yaml's ``sip:`` block (``SipConfig``: proxy, credentials, inbound number); None when unset."""
-    livekit: Any = None
-    """tamesu.yaml's ``livekit:`` block (``LiveKitConfig``) for a sip target's LiveKit trunk; None when unset."""
+    sip: SipConfig | None = None
+    """tamesu.yaml's ``sip:`` block (proxy, credentials, inbound number); None when unset."""
+    livekit: LiveKitConfig | None = None
+    """tamesu.yaml's ``livekit:`` block, for a sip target's LiveKit trunk; None when unset."""
 
     @property
     def mode(self) -> str | None:

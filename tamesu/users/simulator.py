@@ -48,7 +48,7 @@ def make_simulator(
     """The user for one run: a red-team attacker, a counterpart agent, the script alone, or a model
     pursuing the goal."""
     scenario = spec.test.scenario
-    attack = spec.extra.get("attack")
+    attack = spec.attack
     if attack is not None and scenario is not None:
         from tamesu.users.attacker import Attacker
 

@@ -144,8 +144,7 @@ async def test_the_session_id_renders_its_template(services: RunServices) -> Non
 
 
 async def test_the_session_made_by_the_scheduler_wins(services: RunServices) -> None:
-    spec = make_spec(session_id="chat-{{uuid}}")
-    spec.extra["session"] = "made-for-hooks"
+    spec = make_spec(session_id="chat-{{uuid}}").evolve(session="made-for-hooks")
     out = await run_graph(spec, services)
     assert out.transcript.session == "made-for-hooks"
 

@@ -62,7 +62,8 @@ def test_each_attack_is_a_tagged_test_repeated_with_the_red_team_checks(tmp_path
     spec = specs[0]
     assert spec.tags == ["red-team", "playbook:excessive_agency", "nightly"]
     assert [a.name for a in spec.assertions] == ["red_team/not_contains"]
-    attack = spec.extra["attack"]
+    attack = spec.attack
+    assert attack is not None
     assert attack.rule == "excessive_agency/unverified_refund" and attack.severity == "critical"
     assert "Mochi Shoes support: never more than 30-day returns" in attack.goal == spec.test.scenario.goal
     assert spec.test.persona.adversarial and spec.test.persona.tactics == list(
@@ -112,7 +113,8 @@ def test_the_voice_playbook_on_a_text_target_is_an_error(tmp_path: Path) -> None
 def test_a_suite_pack_of_the_same_name_replaces_the_builtin_detector(tmp_path: Path) -> None:
     extra = 'packs:\n  pii_leakage: [ { not_contains: "ACME-SECRET" } ]\n'
     loaded = load(write(tmp_path, playbooks="  playbooks: [pii_extraction]\n", extra=extra))
-    attack = plan(loaded)[0].extra["attack"]
+    attack = plan(loaded)[0].attack
+    assert attack is not None
     assert PackCheck("pii_leakage") in attack.detectors
     (item,) = attack.pack_items["pii_leakage"]
     assert item.kind == "not_contains" and item.spec == "ACME-SECRET"
@@ -121,7 +123,8 @@ def test_a_suite_pack_of_the_same_name_replaces_the_builtin_detector(tmp_path: P
 def test_a_canary_var_is_looked_for_in_every_attack_plain_and_encoded(tmp_path: Path) -> None:
     path = write(tmp_path, playbooks="  playbooks: [encoding]\n")
     path.write_text(path.read_text().replace("  repeat: 2\n", "  repeat: 2\n  vars: { canary: MOCHI-42 }\n"))
-    attack = plan(load(path))[0].extra["attack"]
+    attack = plan(load(path))[0].attack
+    assert attack is not None
     assert Canary("{{vars.canary}}", label="system prompt canary") in attack.detectors
     assert any(isinstance(d, Decoded) and d.label == "encoded system prompt canary" for d in attack.detectors)
 

@@ -22,7 +22,8 @@ class Spec:
         self.repeat_index, self.repeats, self.pass_threshold = 0, 1, 1.0
         self.strict, self.quarantine = strict, quarantine
         self.tags: list[str] = []
-        self.extra: dict[str, Any] = {}
+        self.attack: Any = None
+        self.grid: dict[str, str] | None = None
 
 
 def named(result: AssertionResult, name: str) -> AssertionResult:

@@ -49,7 +49,7 @@ def test_every_audio_run_plays_in_every_cell_with_its_repeats_and_the_cells_sett
     assert audio[1].run_id == "returns {line_quality=pstn, background_noise=none}#2"
     assert audio[-1].test_id == "returns {line_quality=voip_good, background_noise=cafe@5}"
     last = audio[-1]
-    assert last.extra["grid"] == {"line_quality": "voip_good", "background_noise": "cafe@5"}
+    assert last.grid == {"line_quality": "voip_good", "background_noise": "cafe@5"}
     persona = last.test.persona
     assert persona is not None and persona.behaviors is not None
     assert (persona.voice, persona.behaviors.line_quality, persona.behaviors.background_noise) == (

@@ -243,7 +243,7 @@ def test_a_run_that_cannot_run_here_is_marked_for_its_test_and_language_only() -
         Unrunnable("cannot hear es", file="s.yaml", line=3, path="tests[0].languages[1]", tests=(0,),
                    language="es", kind="extra"),
     ]  # fmt: skip
-    marks = {s.test_id: s.cannot_run() for s in plan(loaded, today=TODAY)}
+    marks = {s.test_id: s.cannot_run for s in plan(loaded, today=TODAY)}
     assert marks == {
         "call (en)": None,
         "call (es)": ("s.yaml:3:1: cannot hear es at tests[0].languages[1]", "extra"),
@@ -294,7 +294,8 @@ def test_red_team_adds_one_test_per_attack_after_the_suites_own() -> None:
         "red_team/prompt_injection/document_injection#1",
         "red_team/prompt_injection/document_injection#2",
     ]
-    assert "attack" not in specs[0].extra and specs[1].extra["attack"].attack == "direct_override"
+    attack = specs[1].attack
+    assert specs[0].attack is None and attack is not None and attack.attack == "direct_override"
 
 
 def test_ids_made_equal_by_cases_are_an_error() -> None:
@@ -359,7 +360,7 @@ def test_browser_runs_carry_the_goal_step_limit_from_the_defaults() -> None:
         defaults={"max_goal_steps": 4},
     )
     specs = by_id(plan(loaded))
-    assert specs["shop"].extra["max_goal_steps"] == 4
-    assert "max_goal_steps" not in specs["chat"].extra
+    assert specs["shop"].max_goal_steps == 4
+    assert specs["chat"].max_goal_steps is None
     [own] = plan(small([{"name": "shop", "target": "api", "steps": steps}]))
-    assert own.extra["max_goal_steps"] == 15
+    assert own.max_goal_steps == 15

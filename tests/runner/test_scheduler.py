@@ -290,7 +290,7 @@ async def test_hooks_run_in_order_with_the_run_env(tmp_path: Path) -> None:
     placement = ScriptedPlacement()
     specs = [make_spec("one", vars={"who": "one"}), make_spec("two", vars={"who": "two"})]
     await schedule(placement, specs, concurrency=1, suites={"/suites/s.yaml": setup})
-    sessions = [spec.extra["session"] for spec in placement.calls]
+    sessions = [spec.session for spec in placement.calls]
     lines = (tmp_path / "hooks.log").read_text().splitlines()
     assert lines == [
         "before_all s   suite",

@@ -30,7 +30,7 @@ async def test_a_voice_run_prices_its_speech_and_minutes(calls: Calls, tmp_path:
     prices = Prices(
         call_minute={"voice": 0.6}, tts_million_characters={"test-vowel": 1e6}, local_speech_second=0.01
     )
-    spec = spec.evolve(extra={**spec.extra, "prices": prices})
+    spec = spec.evolve(prices=prices)
     services = RunServices.create(
         output_dir=tmp_path / "out", speech=LocalSpeechPool(), clock_factory=LoopClock
     )

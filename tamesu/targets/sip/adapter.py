@@ -35,6 +35,7 @@ from tamesu.templates import render_text
 from tamesu.untrusted import printable
 
 if TYPE_CHECKING:
+    from tamesu.config.project import SipConfig
     from tamesu.sip.call import Credentials, SipCall
     from tamesu.sip.message import SipMessage
     from tamesu.sip.sockets import Peer
@@ -88,7 +89,7 @@ class SipAdapter(TargetAdapter):
         self._gate: SilenceGate | None = None
 
     @property
-    def project(self) -> Any:
+    def project(self) -> SipConfig | None:
         return self.ctx.sip
 
     def _setting(self, name: str) -> str | None:

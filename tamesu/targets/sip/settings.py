@@ -40,6 +40,7 @@ class Trigger(ConfigModel):
     audio="always",
     parts={"audio": SPEECH},
     summary="A phone call over SIP: tamesu calls the agent, or a trigger makes it call tamesu",
+    project_blocks=("sip", "livekit"),
 )
 class SipTarget(TalkingTarget, WithTranscriptSource, WithIdle):
     """A phone agent reached by a real call."""
