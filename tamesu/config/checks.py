@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tamesu.config.kinds import target_kinds
 from tamesu.config.model_needs import assertion_items, tests_of
 from tamesu.config.scriptparts import check_script_parts
 from tamesu.config.valuechecks import check_values
@@ -420,7 +421,8 @@ def _check_templates(
         )
         if _get(target, "response", "listen") is not None:
             where = where.plus(listen=_ANY)
-        if _get(target, "type") == "sip":
+        kind = _get(target, "type")
+        if isinstance(kind, str) and kind in target_kinds and "sip" in target_kinds.get(kind).project_blocks:
             where = where.plus(sip=SIP_NAMES)
         _walk_target(ctx, target, ("targets", name), where)
     for i, test in tests_of(data):

@@ -134,9 +134,19 @@ class Reach:
             return None if self.model_tests is None else tuple(sorted(self.model_tests))
         if head == "red_team":
             return ()
-        if in_project and head in ("livekit", "sip"):
-            return tuple(i for i, t in self.tests if self._target_type(t) == head)
+        if in_project and isinstance(head, str) and head in _read_by_kinds():
+            return tuple(i for i, t in self.tests if head in _blocks_of(self._target_type(t)))
         return None
+
+
+def _blocks_of(kind: Any) -> tuple[str, ...]:
+    """The tamesu.yaml blocks a target type reads (``TargetKind.project_blocks``)."""
+    return target_kinds.get(kind).project_blocks if isinstance(kind, str) and kind in target_kinds else ()
+
+
+def _read_by_kinds() -> set[str]:
+    """Every tamesu.yaml block some target type reads: a problem there reaches only their tests."""
+    return {block for name in target_kinds.names() for block in target_kinds.get(name).project_blocks}
 
 
 def _union(a: set[int] | None, b: Iterable[int] | None) -> set[int] | None:

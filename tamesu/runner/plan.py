@@ -88,7 +88,7 @@ def plan(
         test_tags = _unique([*(suite.tags or []), *(test.tags or [])])
         if not selected(test_tags, tags=keep, exclude_tags=drop):
             continue
-        target = with_project_server(_target(suite, test.target, file, f"tests.{test.name}.target"), project)
+        target = _target(suite, test.target, file, f"tests.{test.name}.target")
         counterpart = None
         if test.counterpart is not None:
             counterpart = _target(
@@ -255,20 +255,6 @@ def _project_blocks(project: Project | None, target: Target) -> dict[str, Any]:
         return {}
     blocks = ((name, getattr(project, name, None)) for name in target_kinds.get(kind).project_blocks)
     return {name: block for name, block in blocks if block is not None}
-
-
-def with_project_server(target: Target, project: Project | None) -> Target:
-    """A livekit target that names no server of its own gets tamesu.yaml's ``livekit:`` block
-    (url, and api_key / api_secret unless it brings a token)."""
-    server = getattr(project, "livekit", None)
-    if server is None or getattr(target, "type", None) != "livekit":
-        return target
-    update: dict[str, Any] = {}
-    if not getattr(target, "url", None) and server.url:
-        update["url"] = server.url
-    if not getattr(target, "token", None) and not getattr(target, "api_key", None) and server.api_key:
-        update["api_key"], update["api_secret"] = server.api_key, server.api_secret
-    return target.model_copy(update=update) if update else target
 
 
 def _target(suite: Suite, name: str, file: str, path: str) -> Target:

@@ -24,7 +24,7 @@ from tamesu.durations import parse_duration
 from tamesu.errors import MissingExtraError, TargetError
 from tamesu.kernel.messages import AgentTurn, Dtmf, Message, RawResponse, ToolCall, ToolResult, UserTurn
 from tamesu.targets.base import TargetAdapter, target, turn_text
-from tamesu.targets.livekit.settings import LivekitTarget
+from tamesu.targets.livekit.settings import LivekitTarget, with_project_server
 from tamesu.templates import render_text
 from tamesu.wire.connect import ConnectPolicy, open_session
 
@@ -74,7 +74,8 @@ class LivekitAdapter(TargetAdapter):
     config: LivekitTarget
 
     def __init__(self, config: LivekitTarget, ctx: TargetContext) -> None:
-        super().__init__(config, ctx)
+        super().__init__(with_project_server(config, ctx.livekit), ctx)
+        config = self.config
         self.policy = ConnectPolicy.from_config(config.connect)
         self.mode = ctx.mode or config.mode
         self.agent_speaks_first = self.mode == "audio"  # type: ignore[misc]

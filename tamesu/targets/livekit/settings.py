@@ -1,6 +1,6 @@
 """The livekit target: a LiveKit room the agent joins, talked to in text or audio."""
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
@@ -9,7 +9,10 @@ from tamesu.config.common import ConfigModel, Duration, F
 from tamesu.config.kinds import target_type
 from tamesu.config.target_base import SPEECH, TalkingTarget, WithMode, WithTranscriptSource
 
-__all__ = ["Dispatch", "LivekitTarget"]
+if TYPE_CHECKING:
+    from tamesu.config.project import LiveKitConfig
+
+__all__ = ["Dispatch", "LivekitTarget", "with_project_server"]
 
 _EITHER_KEY: dict[str, Any] = {"anyOf": [{"required": ["api_key"]}, {"required": ["api_secret"]}]}
 
@@ -25,6 +28,7 @@ class Dispatch(ConfigModel):
     adapter="tamesu.targets.livekit.adapter:LivekitAdapter",
     audio="mode",
     parts={"text": SPEECH, "audio": SPEECH},
+    project_blocks=("livekit",),
     summary="A LiveKit room: the agent joins it and tamesu talks as a participant, in text or audio",
 )
 class LivekitTarget(TalkingTarget, WithMode, WithTranscriptSource):
@@ -80,3 +84,16 @@ class LivekitTarget(TalkingTarget, WithMode, WithTranscriptSource):
         if ("api_key" in keys) != ("api_secret" in keys):
             raise PydanticCustomError("target_rule", "api_key and api_secret go together")
         return self
+
+
+def with_project_server(target: "LivekitTarget", server: "LiveKitConfig | None") -> "LivekitTarget":
+    """A livekit target that names no server of its own takes tamesu.yaml's ``livekit:`` block
+    (url, and api_key / api_secret unless it brings a token)."""
+    if server is None:
+        return target
+    update: dict[str, Any] = {}
+    if not target.url and server.url:
+        update["url"] = server.url
+    if not target.token and not target.api_key and server.api_key:
+        update["api_key"], update["api_secret"] = server.api_key, server.api_secret
+    return target.model_copy(update=update) if update else target
