@@ -8,7 +8,7 @@ language, only when configured). Engines load lazily from
 
 from __future__ import annotations
 
-from .base import STTCapabilities, STTEngine, Transcription, TranscriptionSegment, Word, stt_engines
+from .engine import STTCapabilities, STTEngine, Transcription, TranscriptionSegment, Word, stt_engines
 
 for _name, _ref in {
     "whisper": "tamesu.audio.stt.whisper:WhisperSTT",

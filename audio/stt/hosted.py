@@ -13,10 +13,10 @@ from typing import Any, Literal
 from tamesu.errors import ModelError
 
 from ..tts.audio import Audio
-from ..tts.base import primary_language
+from ..tts.engine import primary_language
 from ..tts.hosted import http_failure, openai_settings, transport_failure
 from ..tts.workers import Retryable
-from .base import STTCapabilities, STTEngine, Transcription, TranscriptionSegment, Word, stt_engines
+from .engine import STTCapabilities, STTEngine, Transcription, TranscriptionSegment, Word, stt_engines
 
 __all__ = ["OpenAISTT", "parse_transcription"]
 

@@ -30,9 +30,9 @@ import numpy as np
 from tamesu.errors import ConfigError, MissingExtraError
 
 from ..tts.audio import Audio
-from ..tts.base import primary_language
+from ..tts.engine import primary_language
 from ..tts.workers import Lazy, Workers, default_workers, usable_cores
-from .base import STTCapabilities, STTEngine, Transcription, TranscriptionSegment, Word, stt_engines
+from .engine import STTCapabilities, STTEngine, Transcription, TranscriptionSegment, Word, stt_engines
 from .shipped import SHIPPED_MODELS, ModelFiles, ShippedModel
 
 __all__ = [

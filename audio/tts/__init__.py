@@ -8,8 +8,8 @@ Engines load lazily from ``tts_engines``; use ``tamesu.audio.engines.get_tts`` t
 from __future__ import annotations
 
 from .audio import Audio, read_wav_bytes
-from .base import TTSCapabilities, TTSEngine, language_supported, primary_language, tts_engines
 from .cache import DEFAULT_CACHE_BYTES, CacheKey, SynthesisCache
+from .engine import TTSCapabilities, TTSEngine, language_supported, primary_language, tts_engines
 from .workers import EngineStats, Lazy, Retryable, Workers, with_retries
 
 for _name, _ref in {

@@ -15,8 +15,8 @@ import subprocess
 from tamesu.errors import ConfigError, MissingExtraError, ModelError
 
 from .audio import Audio, read_wav_bytes
-from .base import TTSCapabilities, TTSEngine, primary_language, tts_engines
 from .cache import SynthesisCache
+from .engine import TTSCapabilities, TTSEngine, primary_language, tts_engines
 from .workers import Workers
 
 __all__ = ["ESPEAK_RATE", "EspeakTTS", "espeak_binary", "espeak_languages", "espeak_voice_for"]

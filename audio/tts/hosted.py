@@ -14,8 +14,8 @@ from typing import Any, Literal
 from tamesu.errors import ConfigError, ModelError
 
 from .audio import Audio, read_wav_bytes
-from .base import TTSCapabilities, TTSEngine, tts_engines
 from .cache import SynthesisCache
+from .engine import TTSCapabilities, TTSEngine, tts_engines
 from .workers import Retryable
 
 __all__ = ["OPENAI_BASE_URL", "OpenAITTS", "http_failure", "openai_settings"]

@@ -21,8 +21,8 @@ import numpy as np
 from tamesu.errors import ConfigError, MissingExtraError
 
 from .audio import Audio
-from .base import TTSCapabilities, TTSEngine, tts_engines
 from .cache import SynthesisCache
+from .engine import TTSCapabilities, TTSEngine, tts_engines
 from .workers import Lazy, Workers, default_workers
 
 __all__ = ["PiperTTS", "default_piper_model"]

@@ -10,8 +10,8 @@ fails only the tests it reaches; the others run.
 from __future__ import annotations
 
 from tamesu.config.checks import SuiteCheck, SuiteFile
+from tamesu.environment.audio_checks import check_voice
 from tamesu.environment.models import check_models
-from tamesu.environment.speech import check_voice
 from tamesu.environment.unrunnable import check_environment, unsupported_step
 from tamesu.errors import ConfigError
 

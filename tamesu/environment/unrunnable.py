@@ -230,7 +230,7 @@ def _voice(report: _Report, data: Mapping[str, Any]) -> None:
                 ("tests", i, "target"), kind="extra", hint=voice.install,
             )  # fmt: skip
         return
-    from tamesu.environment.speech import stt_problem
+    from tamesu.environment.audio_checks import stt_problem
 
     for i, test, target in calls:
         seen: set[str] = set()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tamesu.durations import parse_duration
-from tamesu.environment.speech import check_voice_test, is_noise_preset, stt_problem
+from tamesu.environment.audio_checks import check_voice_test, is_noise_preset, stt_problem
 
 if TYPE_CHECKING:
     from tamesu.targets.base import TargetContext

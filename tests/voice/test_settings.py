@@ -12,7 +12,7 @@ from tamesu.assertions.base import AssertionContext, evaluate
 from tamesu.clock import MonotonicClock
 from tamesu.config.suite import Test
 from tamesu.config.target import parse_target
-from tamesu.environment.speech import stt_problem
+from tamesu.environment.audio_checks import stt_problem
 from tamesu.kernel.transcript import Transcript
 from tamesu.secrets import Redactor
 from tamesu.targets.base import TargetContext

@@ -18,7 +18,7 @@ from tamesu.errors import ConfigError
 from tamesu.registry import Registry
 
 from ..tts.audio import Audio
-from ..tts.base import language_supported
+from ..tts.engine import language_supported
 from ..tts.workers import EngineStats, with_retries
 
 __all__ = ["STTCapabilities", "STTEngine", "Transcription", "TranscriptionSegment", "Word", "stt_engines"]
