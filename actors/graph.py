@@ -1,38 +1,38 @@
-"""The graph of one run: simulator -> target -> recorder -> simulator, then the assertions.
+"""The graph of one run: simulator -> target -> recorder -> simulator, wired and driven.
 
-``run_graph`` never raises for anything the run itself does: an unreachable agent, an adapter
-bug, a simulator without a model all become a ``GraphOutcome`` with ``error`` set (redacted) and
-no assertion results. It is cancellation-safe: the adapter is always stopped, and the transcript
-recorded so far survives in two ways:
+The graph does not grade: once a run ends without an error it awaits ``then`` with what it
+``Played``, still within the run's time limit and while its remote agents are served, and the
+runner (``tamesu.runner.grading``) measures and grades there, in the process the graph runs in.
 
-- ``timeout=``: the graph enforces the run's time limit itself and returns an outcome with
+``RunGraph.run`` never raises for anything the run itself does: an unreachable agent, an adapter
+bug, a simulator without a model all become an error (redacted) in its ``outcome()``. It is
+cancellation-safe: the adapter is always stopped, and the transcript recorded so far survives:
+
+- ``timeout=``: the graph enforces the run's time limit itself and ends the run with
   ``error_kind="timeout"`` and the partial transcript (``end_reason="timeout"``). This is the way
   placements use, since it also works inside a Ray worker.
-- ``sink=``: when the caller cancels the run (its own timeout, Ctrl-C), the sink is called with
-  the partial outcome (``error_kind="cancelled"``) before ``CancelledError`` propagates.
+- when the caller cancels the run (its own timeout, Ctrl-C), the run ends with
+  ``error_kind="cancelled"`` before ``CancelledError`` propagates, and ``outcome()`` holds the
+  partial transcript.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from tamesu.assertions.base import AssertionContext, evaluate
 from tamesu.clock import within
-from tamesu.costs import run_costs
 from tamesu.durations import format_duration, parse_duration
 from tamesu.kernel.events import RunError
 from tamesu.kernel.messages import ErrorMsg
 from tamesu.kernel.outcome import AssertionResult, GraphOutcome
-from tamesu.kernel.transcript import Transcript, turn_view
-from tamesu.metrics import compute_metrics
+from tamesu.kernel.transcript import Transcript
 from tamesu.run_spec import new_session
 from tamesu.secrets import SecretStore
 from tamesu.speech_pool import MeteredSpeech
@@ -42,6 +42,7 @@ from tamesu.users.simulator import UserSimulator, make_simulator
 from tamesu.wire.faults import AgentFaults
 
 from .base import Actor, drive, error_message, roundtrip
+from .played import Played
 from .recorder import Recorder
 from .simulator_actor import SimulatorActor
 from .target_actor import TargetActor
@@ -49,23 +50,25 @@ from .target_actor import TargetActor
 if TYPE_CHECKING:
     from tamesu.models.router import ModelRouter
     from tamesu.models.usage import UsageLedger
-    from tamesu.run_spec import NamedAssertion, RunSpec
+    from tamesu.run_spec import RunSpec
     from tamesu.secrets import Redactor
     from tamesu.targets.base import TargetAdapter, TargetContext
 
     from .services import RunServices
 
-__all__ = ["DEFAULT_MAX_TURNS", "GraphOutcome", "OutcomeSink", "Ready", "RunGraph", "run_graph"]
+__all__ = ["DEFAULT_MAX_TURNS", "GraphOutcome", "Played", "Ready", "RunGraph", "Then", "run_graph"]
 
 DEFAULT_MAX_TURNS = 10
 STOP_GRACE = 5.0
 """Seconds the actors get to stop (close the adapter) once the run is over."""
 
 
-OutcomeSink = Callable[[GraphOutcome], None]
 Ready = Callable[[dict[str, str]], Awaitable[str | None]]
 """Called once a run's remote agents are served, with their template values (``remote.NAME.url``
 ...; empty without remote agents), before its target starts; returns why the run cannot go on."""
+Then = Callable[[Played], Awaitable[None]]
+"""Awaited once a run ended without an error, within its time limit and while its remote agents
+are served: the runner grades it there (``tamesu.runner.grading``)."""
 
 
 class RunGraph:
@@ -117,21 +120,19 @@ class RunGraph:
         """The agent's faults its connect policy retried; the run's own agent error is added in ``outcome``."""
         self.router: ModelRouter | None = None
         self.ledger = _new_ledger()
-        self.results: list[AssertionResult] = []
         self._error: ErrorMsg | None = None
-        self._graded = False
-        """The run ended and was graded: the transcript and its metrics change no more."""
 
     async def run(
-        self, *, timeout: float | None = None, sink: OutcomeSink | None = None, ready: Ready | None = None
-    ) -> GraphOutcome:
-        """Drive the run to its end (or to ``timeout`` seconds) and return its outcome. The run's
-        remote agents are served first; then ``ready`` (the run's ``before_each`` hooks, which may
-        name their URLs) is awaited, and an error it returns fails the run as a hook error."""
+        self, *, timeout: float | None = None, ready: Ready | None = None, then: Then | None = None
+    ) -> None:
+        """Drive the run to its end (or to ``timeout`` seconds); ``outcome()`` then tells how it
+        went. The run's remote agents are served first; then ``ready`` (the run's ``before_each``
+        hooks, which may name their URLs) is awaited, and an error it returns fails the run as a
+        hook error. A run that ended without an error is handed to ``then`` (see ``Then``)."""
         cannot = self.spec.cannot_run
         if cannot is not None:
             self._fail(cannot[0], cannot[1], False)
-            return self.outcome()
+            return
         remote = None
         try:
             if (
@@ -148,35 +149,48 @@ class RunGraph:
                 if problem is not None:
                     self._fail(problem, "hook", True)
             if self._error is None:
-                await within(self._run_actors(), timeout)
+                await within(self._run_actors(then), timeout)
         except asyncio.TimeoutError:
             self._fail(f"the run took longer than {format_duration(timeout or 0)}", "timeout", True)
         except asyncio.CancelledError:
             self._fail("the run was cancelled", "cancelled", True)
-            if sink is not None:
-                sink(self.outcome())
             raise
         finally:
             if remote is not None:
                 await remote.close()
-        return self.outcome()
 
-    def outcome(self) -> GraphOutcome:
-        """The outcome so far, redacted: mid-run it holds the partial transcript."""
-        if not self._graded:
-            self._metrics()
-        error = self._error or self.recorder.error
+    @property
+    def error(self) -> ErrorMsg | None:
+        """Why the run failed, so far (None: it did not, or not yet)."""
+        return self._error or self.recorder.error
+
+    def played(self) -> Played:
+        """What the run recorded so far, for grading to measure (the adapter's own checks are
+        handed to ``then`` alone, once the run ended)."""
+        return Played(
+            transcript=self.transcript,
+            scope=self.scope,
+            router=self.router,
+            ledger=self.ledger,
+            reported_metrics=self.recorder.reported_metrics,
+            speech=self.speech,
+        )
+
+    def outcome(self, results: Sequence[AssertionResult] = (), *, final: bool = False) -> GraphOutcome:
+        """The outcome so far with grading's ``results``, redacted: mid-run it holds the partial
+        transcript. ``final``: the run was graded, so nothing will change it any more."""
+        error = self.error
         self.transcript.agent_faults = self.faults.total(self._agents_fault(error))
         redactor = self.services.redactor
-        if self._graded and not redactor.found_in_json(self._encoded()):
+        if final and not redactor.found_in_json(self._encoded(results)):
             # final and free of secrets: nothing will change it, so no copy is needed
-            transcript, results = self.transcript, list(self.results)
+            transcript, kept = self.transcript, list(results)
         else:
             transcript = _redacted_copy(self.transcript, Transcript, redactor)
-            results = [_redacted_copy(r, AssertionResult, redactor) for r in self.results]
+            kept = [_redacted_copy(r, AssertionResult, redactor) for r in results]
         return GraphOutcome(
             transcript=transcript,
-            results=results,
+            results=kept,
             error=None if error is None else redactor.redact(error.message),
             error_kind=None if error is None else error.kind,
             retryable=False if error is None else error.retryable,
@@ -195,14 +209,13 @@ class RunGraph:
             return f"timed out waiting for the agent: {error.message}"
         return None
 
-    def _encoded(self) -> bytes:
+    def _encoded(self, results: Sequence[AssertionResult]) -> bytes:
         """The transcript and results as JSON text, to look for secrets in (none: nothing to do)."""
         if not self.services.redactor:
             return b""
-        return json_bytes((self.transcript, self.results), enc_hook=str)
+        return json_bytes((self.transcript, results), enc_hook=str)
 
     def _fail(self, message: str, kind: str, retryable: bool, retry_after: float | None = None) -> None:
-        self._graded = False
         if self._error is None and self.recorder.error is None:
             self._error = ErrorMsg(
                 message=message, kind=kind, retryable=retryable, retry_after=retry_after, at=self.clock.now()
@@ -374,7 +387,7 @@ class RunGraph:
             found.add(context)
         return found
 
-    async def _run_actors(self) -> None:
+    async def _run_actors(self, then: Then | None) -> None:
         try:
             actors = self._build()
         except _ConfigProblem as exc:
@@ -402,15 +415,10 @@ class RunGraph:
         if self._error is not None or self.recorder.error is not None:
             return
         await self._fetch_exchanges()
-        if self._error is not None:
+        if self._error is not None or then is None:
             return
-        self._metrics()
-        self.results = await self._assertions()
-        if self.ledger is not None and self.ledger.calls:
-            # Judges spend too: the run's llm_* figures (and so the budget) include grading.
-            self.transcript.metrics.update(self.ledger.metrics())
-            self.transcript.metrics.update(self._costs(self.transcript.metrics))
-        self._graded = True
+        checks = self.adapter.results() if self.adapter is not None else []
+        await then(replace(self.played(), adapter_results=checks))
 
     async def _converse(self, tasks: list[asyncio.Task[None]]) -> None:
         """Wait for the recorder to see the session end; an actor that dies first is an internal error."""
@@ -433,74 +441,6 @@ class RunGraph:
         finally:
             finished.cancel()
 
-    def _metrics(self) -> None:
-        """Fill ``transcript.metrics`` afresh: what the transcript gives, what the run reported
-        (a target's own measurement wins), and the run's model spend."""
-        metrics: dict[str, float] = {}
-        try:
-            metrics.update(compute_metrics(self.transcript))
-        except Exception:
-            pass
-        metrics.update(self.recorder.reported_metrics)
-        if self.ledger is not None and self.ledger.calls:
-            metrics.update(self.ledger.metrics())
-        metrics.update(self._costs(metrics))
-        self.transcript.metrics = metrics
-
-    def _costs(self, metrics: Mapping[str, float]) -> dict[str, float]:
-        return run_costs(
-            metrics,
-            prices=self.spec.prices,
-            target_name=self.spec.target_name,
-            target_type=str(getattr(self.spec.target, "type", "")),
-            speech=self.speech,
-        )
-
-    async def _assertions(self) -> list[AssertionResult]:
-        ctx = AssertionContext(
-            transcript=self.transcript,
-            scope=self.scope,
-            suite_dir=_path(self.spec.suite_dir),
-            http=self.services.http,
-            update_golden=self.services.update_golden,
-            target_type=str(self.spec.target.type),
-            models=self.router,
-            ledger=self.ledger,
-            redactor=self.services.redactor,
-            project_dir=_path(self.spec.project_dir) if self.spec.project_dir else None,
-        )
-        named = self.spec.assertions
-        if len(named) == 1:
-            results = [await self._assert(named[0], ctx)]
-        else:
-            results = list(await asyncio.gather(*(self._assert(item, ctx) for item in named)))
-        attack = self.spec.attack
-        if attack is not None:
-            from tamesu.redteam.detectors import run_detectors
-
-            results += await run_detectors(attack, ctx)
-        if self.adapter is not None:
-            results += self.adapter.results()
-        return results
-
-    async def _assert(self, named: NamedAssertion, ctx: AssertionContext) -> AssertionResult:
-        on_turn = getattr(named.item, "on_turn", None)
-        if on_turn is None:
-            return await evaluate(named.kind, named.spec, ctx, name=named.name)
-        view = turn_view(self.transcript, on_turn)
-        if view is None:
-            count = len(self.transcript.agent_turns())
-            result = AssertionResult(
-                name=named.name,
-                kind=named.kind,
-                passed=False,
-                message=f"on_turn {on_turn}: the run has {count} agent turn(s)",
-            )
-        else:
-            result = await evaluate(named.kind, named.spec, replace(ctx, transcript=view), name=named.name)
-        result.on_turn = on_turn
-        return result
-
 
 async def run_graph(
     spec: RunSpec,
@@ -508,12 +448,13 @@ async def run_graph(
     *,
     secrets: Mapping[str, str] | None = None,
     timeout: float | None = None,
-    sink: OutcomeSink | None = None,
     encode_boundary: bool = False,
 ) -> GraphOutcome:
-    """Run one spec to its outcome (see the module docstring for timeouts and cancellation)."""
+    """Drive one spec to its outcome, ungraded: the transcript and any error, no metrics and no
+    results (placements grade through ``tamesu.runner.grading``)."""
     graph = RunGraph(spec, services, secrets=secrets, encode_boundary=encode_boundary)
-    return await graph.run(timeout=timeout, sink=sink)
+    await graph.run(timeout=timeout)
+    return graph.outcome()
 
 
 class _Secrets:
@@ -564,7 +505,6 @@ def _turn_timeout(target: Any) -> float:
 
 _seconds = lru_cache(maxsize=256)(parse_duration)
 """Durations of a suite are few and asked for on every run."""
-_path = lru_cache(maxsize=256)(Path)
 
 
 def _new_ledger() -> UsageLedger | None:

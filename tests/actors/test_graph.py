@@ -14,6 +14,7 @@ from tamesu.config.target_base import TalkingTarget
 from tamesu.kernel.events import CaptureSkipped, IncompleteTurn
 from tamesu.kernel.outcome import GraphOutcome
 from tamesu.kernel.transcript import turn_view
+from tamesu.runner.grading import GradedRun, run_and_grade
 from tamesu.runner.placement import make_placement
 from tamesu.runner.placement.local import LocalPlacement
 
@@ -44,7 +45,7 @@ async def test_a_scripted_user_talks_until_the_script_is_done(services: RunServi
             {"name": "mood", "extract": "how the agent feels"},
         ],
     )
-    out = await run_graph(spec, services, encode_boundary=True)
+    out = await run_and_grade(spec, services, encode_boundary=True)
     assert out.error is None
     t = out.transcript
     assert t.end_reason == "done"
@@ -79,14 +80,15 @@ async def test_a_finished_run_is_freed_without_the_cycle_collector(services: Run
     import gc
     import weakref
 
-    graph = RunGraph(make_spec(say=["hi", "where is my order"]), services)
-    out = await graph.run()
+    run = GradedRun(make_spec(say=["hi", "where is my order"]), services)
+    out = await run.run()
     assert out.error is None and len(out.transcript.turns) == 4
-    refs = [weakref.ref(graph), weakref.ref(graph.recorder), weakref.ref(graph.scope)]
+    graph = run.graph
+    refs = [weakref.ref(run), weakref.ref(graph), weakref.ref(graph.recorder), weakref.ref(graph.scope)]
     gc.disable()
     try:
-        del graph
-        assert [ref() for ref in refs] == [None, None, None], "no reference cycle keeps a run alive"
+        del run, graph
+        assert [ref() for ref in refs] == [None] * 4, "no reference cycle keeps a run alive"
     finally:
         gc.enable()
 
@@ -209,7 +211,7 @@ async def test_assertions_grade_the_run_and_on_turn_narrows_them(services: RunSe
             ("missing", Check("test-last-reply", "x", on_turn=5)),
         ],
     )
-    out = await run_graph(spec, services)
+    out = await run_and_grade(spec, services)
     by_name = {r.name: r for r in out.results}
     assert list(by_name) == ["contains", "contains#2", "first", "last", "missing"]
     assert by_name["contains"].passed and not by_name["contains#2"].passed
@@ -220,6 +222,9 @@ async def test_assertions_grade_the_run_and_on_turn_narrows_them(services: RunSe
         and by_name["last"].actual == "You said: my order please. Your order is ORD-1234"
     )
     assert not by_name["missing"].passed and "2 agent turn" in by_name["missing"].message
+    assert out.transcript.metrics
+    ungraded = await run_graph(spec, services)
+    assert ungraded.error is None and ungraded.results == [] and ungraded.transcript.metrics == {}
 
 
 def test_turn_view_keeps_one_agent_turn_and_the_user_turn_before_it() -> None:
@@ -242,7 +247,7 @@ async def test_a_target_error_ends_the_run_as_a_redacted_infrastructure_error(se
     spec = make_spec(
         type="test-failing", say=["hi", "now fail", "never sent"], checks=[("c", check({"contains": "hi"}))]
     )
-    out = await run_graph(spec, services, secrets={"AGENT_TOKEN": "tok-9f8e7d6c"})
+    out = await run_and_grade(spec, services, secrets={"AGENT_TOKEN": "tok-9f8e7d6c"})
     assert out.error == "503 from agent (Authorization: Bearer ***)"
     assert (out.error_kind, out.retryable) == ("agent", True)
     assert out.results == []
@@ -314,7 +319,7 @@ async def test_a_cancelled_run_stops_the_adapter_and_hands_the_partial_outcome_t
 ) -> None:
     spec = make_spec(type="test-hanging", say=["hi", "and then?"], run_id="hang-cancel")
     received: list[GraphOutcome] = []
-    task = asyncio.create_task(run_graph(spec, services, sink=received.append))
+    task = asyncio.create_task(run_and_grade(spec, services, sink=received.append))
     while "hang-cancel" not in HangingAdapter.live:
         await asyncio.sleep(0)
     await asyncio.wait_for(HangingAdapter.live["hang-cancel"].hanging.wait(), 5)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.actors.graph import run_graph
 from tamesu.actors.services import RunServices
 from tamesu.config.loader import load_suite
 from tamesu.config.prices import Prices
+from tamesu.runner.grading import run_and_grade
 from tamesu.runner.plan import plan
 from tamesu.speech_pool import LocalSpeechPool
 
@@ -35,7 +35,7 @@ async def test_a_voice_run_prices_its_speech_and_minutes(calls: Calls, tmp_path:
         output_dir=tmp_path / "out", speech=LocalSpeechPool(), clock_factory=LoopClock
     )
     try:
-        outcome = await run_graph(spec, services, timeout=30)
+        outcome = await run_and_grade(spec, services, timeout=30)
     finally:
         await services.aclose()
     assert outcome.error is None, outcome.error

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from tamesu.actors.graph import run_graph
 from tamesu.actors.services import RunServices
 from tamesu.config.loader import load_suite
 from tamesu.kernel.events import VoiceCall, VoiceTurn
+from tamesu.runner.grading import run_and_grade
 from tamesu.runner.plan import plan
 from tamesu.speech_pool import LocalSpeechPool
 
@@ -62,7 +62,7 @@ async def test_a_voice_run_records_timings_segments_events_and_metrics(calls: Ca
     pool = HeardPool()
     services = RunServices.create(output_dir=tmp_path / "out", speech=pool, clock_factory=LoopClock)
     try:
-        outcome = await run_graph(spec, services, timeout=30)
+        outcome = await run_and_grade(spec, services, timeout=30)
     finally:
         await services.aclose()
     assert outcome.error is None, outcome.error

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
-    from tamesu.actors.graph import OutcomeSink, Ready
+    from tamesu.actors.graph import Ready
     from tamesu.actors.services import RunServices
     from tamesu.kernel.outcome import GraphOutcome
     from tamesu.run_spec import RunSpec
+    from tamesu.runner.grading import OutcomeSink
 
 __all__ = ["Placement", "make_placement"]
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
-from tamesu.actors.graph import OutcomeSink, Ready, RunGraph
 from tamesu.kernel.outcome import GraphOutcome
+from tamesu.runner.grading import GradedRun
 
 if TYPE_CHECKING:
+    from tamesu.actors.graph import Ready
     from tamesu.actors.services import RunServices
     from tamesu.run_spec import RunSpec
+    from tamesu.runner.grading import OutcomeSink
 
 __all__ = ["LocalPlacement"]
 
@@ -37,8 +39,8 @@ class LocalPlacement:
         self.services = services
         self.encode_boundary = encode_boundary
         self.owns_services = owns_services
-        self.active: dict[str, RunGraph] = {}
-        """The graphs running now, by run id (their ``outcome()`` shows progress)."""
+        self.active: dict[str, GradedRun] = {}
+        """The runs going now, by run id (their ``outcome()`` shows progress)."""
 
     async def run(
         self,
@@ -49,10 +51,10 @@ class LocalPlacement:
         sink: OutcomeSink | None = None,
         ready: Ready | None = None,
     ) -> GraphOutcome:
-        graph = RunGraph(spec, self.services, secrets=secrets, encode_boundary=self.encode_boundary)
-        self.active[spec.run_id] = graph
+        run = GradedRun(spec, self.services, secrets=secrets, encode_boundary=self.encode_boundary)
+        self.active[spec.run_id] = run
         try:
-            return await graph.run(timeout=timeout, sink=sink, ready=ready)
+            return await run.run(timeout=timeout, sink=sink, ready=ready)
         finally:
             self.active.pop(spec.run_id, None)
 

@@ -37,7 +37,6 @@ import msgspec
 import ray
 import ray.exceptions
 
-from tamesu.actors.graph import OutcomeSink, Ready
 from tamesu.actors.pools import (
     Autoscaler,
     Batcher,
@@ -56,9 +55,11 @@ from .head import HEAD_GRACE_S, HeadWatch
 from .worker import FAILED, NEED_PARTS, RunItem, RunWorker, SpecSplitter, read_outcome
 
 if TYPE_CHECKING:
+    from tamesu.actors.graph import Ready
     from tamesu.audio.stt import Transcription
     from tamesu.audio.tts import Audio
     from tamesu.run_spec import RunSpec
+    from tamesu.runner.grading import OutcomeSink
 
 __all__ = ["RayPlacement", "RaySpeechClient", "RaySpeechPool", "RunWorker"]
 

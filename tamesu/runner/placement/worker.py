@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tamesu.actors.graph import RunGraph
 from tamesu.kernel.outcome import GraphOutcome
+from tamesu.runner.grading import GradedRun
 
 if TYPE_CHECKING:
     from tamesu.actors.services import RunServices
@@ -109,7 +109,8 @@ class SpecSplitter:
 
 
 class RunWorker:
-    """One worker process: many runs at once, each a graph in this process's event loop.
+    """One worker process: many runs at once, each a graph in this process's event loop, graded
+    here (``tamesu.runner.grading``), so judge-model calls spread across the workers.
 
     ``setup`` runs once when the worker starts (register plugin targets or assertions);
     ``speech`` is the client of the cluster's speech pool, which the worker's runs use;
@@ -142,7 +143,7 @@ class RunWorker:
         self.encode_boundary = encode_boundary
         self.parts_limit = parts_limit
         self._services: RunServices | None = None
-        self._runs: dict[str, tuple[RunGraph, asyncio.Task[Any]]] = {}
+        self._runs: dict[str, tuple[GradedRun, asyncio.Task[Any]]] = {}
         self._parts: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
         self._done: list[Reply] = []
         self._poller: asyncio.Future[bool] | None = None
@@ -175,9 +176,9 @@ class RunWorker:
     ) -> GraphOutcome:
         """One run in one call, its outcome as the result (the placement uses ``exchange``)."""
         key = key or uuid.uuid4().hex
-        graph = RunGraph(spec, self._shared(), secrets=secrets, encode_boundary=self.encode_boundary)
-        task = asyncio.ensure_future(graph.run(timeout=timeout))
-        self._runs[key] = (graph, task)
+        run = GradedRun(spec, self._shared(), secrets=secrets, encode_boundary=self.encode_boundary)
+        task = asyncio.ensure_future(run.run(timeout=timeout))
+        self._runs[key] = (run, task)
         try:
             return await task
         finally:
@@ -233,12 +234,12 @@ class RunWorker:
     def _start(
         self, key: str, spec: RunSpec, secrets: Mapping[str, str] | None, timeout: float | None
     ) -> None:
-        graph = RunGraph(spec, self._shared(), secrets=secrets, encode_boundary=self.encode_boundary)
-        self._runs[key] = (graph, asyncio.ensure_future(self._one(key, graph, timeout)))
+        run = GradedRun(spec, self._shared(), secrets=secrets, encode_boundary=self.encode_boundary)
+        self._runs[key] = (run, asyncio.ensure_future(self._one(key, run, timeout)))
 
-    async def _one(self, key: str, graph: RunGraph, timeout: float | None) -> None:
+    async def _one(self, key: str, run: GradedRun, timeout: float | None) -> None:
         try:
-            reply = pack_outcome(key, await graph.run(timeout=timeout))
+            reply = pack_outcome(key, await run.run(timeout=timeout))
         except asyncio.CancelledError:
             return
         except Exception as exc:
@@ -264,12 +265,12 @@ class RunWorker:
             if len(self._cancelled) > 1024:
                 self._cancelled.popitem(last=False)
             return None
-        graph, task = entry
+        run, task = entry
         task.cancel()
         await asyncio.wait([task])
         if not self._runs:
             self._wake()
-        return graph.outcome()
+        return run.outcome()
 
     def active(self) -> int:
         """Runs in flight in this worker."""
