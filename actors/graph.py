@@ -41,7 +41,7 @@ from tamesu.untrusted import json_bytes
 from tamesu.users.simulator import UserSimulator, make_simulator
 from tamesu.wire.faults import AgentFaults
 
-from .base import Actor, drive, error_message, roundtrip
+from .actor import Actor, drive, error_message, roundtrip
 from .played import Played
 from .recorder import Recorder
 from .simulator_actor import SimulatorActor
@@ -323,8 +323,8 @@ class RunGraph:
         """The run's remote agents before its target starts (``{{remote.NAME.url}}``): the suite's,
         served for its lifetime (the run takes its own exchanges from them), else its own."""
         from tamesu.remote_agents.exchanges import Recording
-        from tamesu.remote_agents.serve import RemoteAgents
-        from tamesu.remote_agents.suite import AttachedRun
+        from tamesu.remote_agents.run_agents import RemoteAgents
+        from tamesu.remote_agents.suite_agents import AttachedRun
 
         held = self.spec.held_by_driver
         if held is not None:  # the driver serves them: their URLs here, the exchanges fetched at the end
@@ -356,7 +356,7 @@ class RunGraph:
         placed on this run's clock, before it is graded."""
         from msgspec.structs import replace as with_fields
 
-        from tamesu.remote_agents.suite import fetch_exchanges
+        from tamesu.remote_agents.suite_agents import fetch_exchanges
 
         held = self.spec.held_by_driver
         if held is None:
@@ -375,7 +375,7 @@ class RunGraph:
         """The suite's remote agents served in this process for its lifetime, if any."""
         if not self.spec.suite_path:
             return None
-        from tamesu.remote_agents.suite import SuiteRemoteAgents
+        from tamesu.remote_agents.suite_agents import SuiteRemoteAgents
 
         return SuiteRemoteAgents.of(self.spec.suite_path)
 

@@ -56,7 +56,7 @@ from tamesu.kernel.transcript import AudioSegment, HandoffInfo, ToolCallRecord, 
 from tamesu.limits import DEFAULT_LIMITS, LimitExceeded, Limits, payload_head, payload_size
 from tamesu.untrusted import loads_json
 
-from .base import Actor
+from .actor import Actor
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock

@@ -14,7 +14,7 @@ import msgspec
 
 from tamesu.kernel.messages import AgentTurn, Message, SessionEnd
 
-from .base import Actor
+from .actor import Actor
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock

@@ -26,7 +26,7 @@ from tamesu.kernel.messages import (
 )
 from tamesu.untrusted import storable
 
-from .base import Actor
+from .actor import Actor
 
 if TYPE_CHECKING:
     from tamesu.clock import Clock

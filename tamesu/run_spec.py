@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tamesu.config.prices import Prices
     from tamesu.config.project import LiveKitConfig, SipConfig
     from tamesu.playbooks.model import AttackPlan
-    from tamesu.remote_agents.suite import HeldRun
+    from tamesu.remote_agents.suite_agents import HeldRun
     from tamesu.templates import Scope
 
 __all__ = ["NamedAssertion", "RunSpec", "new_session"]

@@ -9,7 +9,7 @@ subprocesses, HTTP, the model router) loads only when a run uses it. Every evalu
 
 from __future__ import annotations
 
-from tamesu.assertions.base import (
+from tamesu.assertions.evaluation import (
     AssertionContext,
     Evaluator,
     Verdict,

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tamesu.assertions.base import AssertionContext
+    from tamesu.assertions.evaluation import AssertionContext
     from tamesu.kernel.outcome import AssertionResult
     from tamesu.kernel.transcript import Turn
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import compare, given, rounded, shorten, text_pattern
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.config.assertions.conversation import (
     CapturedAssertion,
     HandoffAssertion,

@@ -34,7 +34,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, assertion, custom_assertions, verdict
+from tamesu.assertions.evaluation import AssertionContext, assertion, custom_assertions, verdict
 from tamesu.kernel.outcome import AssertionResult
 
 __all__ = ["PLUGIN_DIR", "custom", "find_project_dir", "load_custom_assertions"]

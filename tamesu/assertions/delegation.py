@@ -12,8 +12,8 @@ import json
 import re
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import shorten, text_pattern
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.config.assertions.conversation import Delegation
 from tamesu.kernel.events import RemoteMessage, TranscriptEvent
 from tamesu.kernel.outcome import AssertionResult

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, assertion
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.assertions.graded import needs_router
 from tamesu.config.assertions.graded import Evaluator as EvaluatorSpec
 from tamesu.errors import TamesuError

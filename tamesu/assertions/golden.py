@@ -17,9 +17,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import shorten
 from tamesu.assertions.conversation import NEEDS_A_MODEL
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.config.assertions.golden import GoldenAssertion
 from tamesu.kernel.outcome import AssertionResult
 from tamesu.untrusted import OutsideFolder, inside

@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any, Literal
 
-from tamesu.assertions.base import AssertionContext, assertion
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.config.assertions.graded import GroundedAssertion, Judge, Similar
 from tamesu.errors import ModelError, TamesuError
 from tamesu.judging import check_claims, format_transcript, grade

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import given, json_equal, numbered, shorten
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.config.assertions.response import JSONPathAssertion
 from tamesu.kernel.outcome import AssertionResult
 

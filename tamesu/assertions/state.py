@@ -18,8 +18,8 @@ import re
 import signal
 from typing import Any
 
-from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import given, json_equal, redacted, shorten, text_pattern
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.config.assertions.state import StateCommand, StateHTTP
 from tamesu.durations import format_duration, parse_duration
 from tamesu.errors import TamesuError

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import closest_turn, numbered, shorten, snippet, text_pattern
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.kernel.outcome import AssertionResult
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tamesu.assertions.base import AssertionContext, assertion
 from tamesu.assertions.compare import json_subset
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.config.assertions.tools import ToolCall, ToolSequence
 from tamesu.kernel.outcome import AssertionResult
 

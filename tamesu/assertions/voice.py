@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from tamesu.assertions.base import AssertionContext, assertion
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.config.assertions.voice import CallEndReasons, DTMFAssertion, Matches, StringList
 from tamesu.kernel.events import CallEnded, CallTransferred
 from tamesu.kernel.outcome import AssertionResult

@@ -30,7 +30,7 @@ from tamesu.load.samples import CallSample, LoadStats, sample_of
 from tamesu.load.shapes import ArrivalSchedule, target_in_flight
 from tamesu.runner.attempt import Attempts
 from tamesu.runner.hooks import hook_env, run_hooks
-from tamesu.runner.setup import Budget
+from tamesu.runner.suite_setup import Budget
 from tamesu.untrusted import json_bytes
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
     from tamesu.run_spec import RunSpec
     from tamesu.runner.results import ResultsStore
-    from tamesu.runner.setup import SuiteSetup
+    from tamesu.runner.suite_setup import SuiteSetup
     from tamesu.secrets import Redactor
 
 __all__ = ["CALLS_FILE", "CHECKPOINT_FILE", "LoadCheckpoint", "LoadDriver", "LoadOutcome", "read_samples"]

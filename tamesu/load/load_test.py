@@ -221,12 +221,12 @@ async def run_load(request: LoadRequest) -> LoadResult:
     from tamesu.costs import cost_summary
     from tamesu.load.driver import CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
     from tamesu.load.gates import evaluate_gates
-    from tamesu.load.grading import load_gates, load_verdicts, one_spec_per_test, write_summary
     from tamesu.load.live import LiveView
     from tamesu.load.report_data import build_load_report, write_load_report
+    from tamesu.load.verdicts import load_gates, load_verdicts, one_spec_per_test, write_summary
     from tamesu.reports.load_report import render_load_report
     from tamesu.runner.results import output_dir
-    from tamesu.runner.setup import suite_setups
+    from tamesu.runner.suite_setup import suite_setups
     from tamesu.runner.verdict import final_results
 
     redactor = Redactor()
@@ -267,7 +267,7 @@ async def run_load(request: LoadRequest) -> LoadResult:
     services = RunServices.create(redactor=redactor, output_dir=store.dir, router_factory=routers)
     placement = _placement(request, profile, services, store, specs, routers)
     from tamesu.clock import MonotonicClock
-    from tamesu.runner.setup import Budget
+    from tamesu.runner.suite_setup import Budget
 
     clock, budget = MonotonicClock(), Budget()
 

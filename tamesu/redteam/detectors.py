@@ -17,15 +17,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from tamesu.assertions.base import evaluate
 from tamesu.assertions.compare import shorten, snippet, text_pattern
+from tamesu.assertions.evaluation import evaluate
 from tamesu.errors import TemplateError
 from tamesu.kernel.events import DetectorSkipped
 from tamesu.kernel.outcome import AssertionResult
 from tamesu.playbooks.model import AttackPlan, Canary, Decoded, Detector, PackCheck, Pattern, Rubric, ToolUse
 
 if TYPE_CHECKING:
-    from tamesu.assertions.base import AssertionContext
+    from tamesu.assertions.evaluation import AssertionContext
     from tamesu.kernel.transcript import Transcript, Turn
     from tamesu.templates import Scope
 

@@ -9,6 +9,6 @@ of a real agent (``forward``), and records every message both ways in its transc
 from __future__ import annotations
 
 from tamesu.remote_agents.exchanges import EVENT
-from tamesu.remote_agents.plan import served
+from tamesu.remote_agents.serving import served
 
 __all__ = ["EVENT", "served"]

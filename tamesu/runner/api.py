@@ -29,7 +29,7 @@ from tamesu.runner.prepare import load_suites, needs_speech, plan_runs, router_f
 from tamesu.runner.rates import EarlyStopper, RateRule
 from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir
 from tamesu.runner.scheduler import Scheduler
-from tamesu.runner.setup import SuiteSetup, suite_setups
+from tamesu.runner.suite_setup import SuiteSetup, suite_setups
 from tamesu.runner.verdict import exit_code, final_results, run_key, verdicts
 from tamesu.secrets import Redactor
 

@@ -22,7 +22,7 @@ from tamesu.errors import BudgetExceeded, ClusterLost, TamesuError
 from tamesu.run_spec import new_session
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.results import redact_result
-from tamesu.runner.setup import Budget
+from tamesu.runner.suite_setup import Budget
 from tamesu.runner.target_capacity import ALONE_LIMIT, target_key
 from tamesu.runner.verdict import result_of
 
@@ -32,10 +32,10 @@ if TYPE_CHECKING:
     from tamesu.actors.graph import Ready
     from tamesu.kernel.outcome import AssertionResult, RunResult
     from tamesu.kernel.transcript import Transcript
-    from tamesu.remote_agents.suite import HeldRun
+    from tamesu.remote_agents.suite_agents import HeldRun
     from tamesu.run_spec import RunSpec
     from tamesu.runner.placement import Placement
-    from tamesu.runner.setup import SuiteSetup
+    from tamesu.runner.suite_setup import SuiteSetup
     from tamesu.runner.target_capacity import TargetCapacity
     from tamesu.secrets import Redactor
 
@@ -243,13 +243,13 @@ class Attempts:
         on the driver: what it carries to its worker (their URLs, where to fetch its exchanges)."""
         if getattr(self.placement, "in_process", False) or not spec.suite_path:
             return None
-        from tamesu.remote_agents.suite import SuiteRemoteAgents
+        from tamesu.remote_agents.suite_agents import SuiteRemoteAgents
 
         suite = SuiteRemoteAgents.of(spec.suite_path)
         return None if suite is None else await suite.hold(spec.run_id, session)
 
     def _release_remote(self, spec: RunSpec) -> None:
-        from tamesu.remote_agents.suite import SuiteRemoteAgents
+        from tamesu.remote_agents.suite_agents import SuiteRemoteAgents
 
         suite = SuiteRemoteAgents.of(spec.suite_path)
         if suite is not None:

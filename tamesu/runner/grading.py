@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tamesu.actors.graph import RunGraph
-from tamesu.assertions.base import AssertionContext, evaluate
+from tamesu.assertions.evaluation import AssertionContext, evaluate
 from tamesu.costs import run_costs
 from tamesu.kernel.outcome import AssertionResult, GraphOutcome
 from tamesu.kernel.transcript import turn_view

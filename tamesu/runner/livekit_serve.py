@@ -23,7 +23,7 @@ from tamesu.errors import UsageError
 
 if TYPE_CHECKING:
     from tamesu.config.loader import LoadedSuite
-    from tamesu.runner.setup import SuiteSetup
+    from tamesu.runner.suite_setup import SuiteSetup
     from tamesu.secrets import Redactor
 
 __all__ = ["LivekitServe", "ServedLivekit", "serve_livekit"]

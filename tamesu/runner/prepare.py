@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tamesu.models.setup import RouterFactory
     from tamesu.run_spec import RunSpec
     from tamesu.runner.invocation import RunOptions
-    from tamesu.runner.setup import SuiteSetup
+    from tamesu.runner.suite_setup import SuiteSetup
 
 __all__ = ["load_suites", "needs_speech", "nothing_selected", "plan_runs", "router_factory"]
 

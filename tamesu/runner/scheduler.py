@@ -22,7 +22,7 @@ from tamesu.runner.attempt import Attempts
 from tamesu.runner.hooks import hook_env, run_hooks
 from tamesu.runner.invocation import Reporter
 from tamesu.runner.results import ResultWriter, redact_result
-from tamesu.runner.setup import Budget, SuiteSetup
+from tamesu.runner.suite_setup import Budget, SuiteSetup
 from tamesu.runner.target_capacity import HeldConcurrency, TargetCapacity, target_key
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from tamesu.kernel.outcome import RunResult
     from tamesu.kernel.transcript import Transcript
-    from tamesu.remote_agents.suite import SuiteRemoteAgents
+    from tamesu.remote_agents.suite_agents import SuiteRemoteAgents
     from tamesu.run_spec import RunSpec
     from tamesu.runner.placement import Placement
     from tamesu.runner.rates import EarlyStopper
@@ -310,7 +310,7 @@ class Scheduler:
     async def _serve_remote_agents(self, spec: RunSpec, setup: SuiteSetup, state: _SuiteState) -> str | None:
         """Serve the suite's remote agents for its lifetime, before ``before_all``, their URLs in the
         suite's scope (every hook) and for every run's target; why the suite cannot run, if it cannot."""
-        from tamesu.remote_agents.suite import SuiteRemoteAgents
+        from tamesu.remote_agents.suite_agents import SuiteRemoteAgents
         from tamesu.templates import Scope
 
         scope = setup.scope if setup.scope is not None else Scope()

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
 
-from tamesu.assertions.base import AssertionContext
+from tamesu.assertions.evaluation import AssertionContext
 from tamesu.config.assertion import Assertion
 from tamesu.config.suite import Capture, Scenario, Test
 from tamesu.config.target_base import TalkingTarget
@@ -144,7 +144,7 @@ def register() -> None:
     The registries are imported here, not at module level: pickled by value for a Ray worker,
     a module-level registry would travel as a copy instead of naming the worker's own.
     """
-    from tamesu.assertions.base import assertion
+    from tamesu.assertions.evaluation import assertion
 
     for name, adapter in (
         ("test-echo", EchoAdapter),

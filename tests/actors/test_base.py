@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from tamesu.actors.base import Actor, Mailbox, MailboxFull, error_message, roundtrip
+from tamesu.actors.actor import Actor, Mailbox, MailboxFull, error_message, roundtrip
 from tamesu.errors import ModelError, TargetError
 from tamesu.kernel.messages import AgentPartial, AgentTurn, ErrorMsg, Interrupt, Message, SessionEnd, UserTurn
 from tamesu.secrets import Redactor

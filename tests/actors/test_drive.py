@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tamesu.actors.base import Actor, drive
+from tamesu.actors.actor import Actor, drive
 from tamesu.errors import TargetError
 from tamesu.kernel.messages import AgentPartial, AgentTurn, ErrorMsg, Interrupt, Message, SessionEnd, UserTurn
 from tamesu.secrets import Redactor

@@ -68,7 +68,7 @@ def test_validate_accepts_a_sip_uri(tmp_path: Path) -> None:
 
 def test_hooks_know_the_number_and_the_uri_once_its_port_is_fixed() -> None:
     from tamesu.config.project import Project, SipConfig
-    from tamesu.runner.setup import sip_values
+    from tamesu.runner.suite_setup import sip_values
 
     fixed = Project(sip=SipConfig(inbound_number="+349", inbound_port=5070, bind="10.0.0.5"))
     assert sip_values(fixed) == {"inbound_number": "+349", "inbound_uri": "sip:+349@10.0.0.5:5070"}

@@ -19,7 +19,7 @@ from tamesu.load.driver import LoadDriver
 from tamesu.run_spec import RunSpec
 from tamesu.runner.invocation import Reporter
 from tamesu.runner.scheduler import Scheduler
-from tamesu.runner.setup import Budget, SuiteSetup
+from tamesu.runner.suite_setup import Budget, SuiteSetup
 
 from ..runner.test_scheduler import WAIT, Outcome, ScriptedPlacement, make_spec, passed, transcript
 

@@ -169,7 +169,7 @@ async def test_a_missing_models_extra_names_the_install_and_a_usable_fallback_st
 
 
 def test_a_model_that_cannot_be_called_here_is_a_run_error_that_is_not_retried() -> None:
-    from tamesu.actors.base import error_message
+    from tamesu.actors.actor import error_message
 
     unusable = error_message(ModelError("the simulator cannot call a model here: ...", retryable=False))
     outage = error_message(ModelError("every model failed for the judge: HTTP 503"))

@@ -29,7 +29,7 @@ async def harness() -> AsyncIterator[Harness]:
 async def serve_remote(harness: Harness) -> AsyncIterator[Serve]:
     """Serve remote agents (name -> config as in a suite) for one run; returns (served, transcript)."""
     from tamesu.config.suite import RemoteAgent
-    from tamesu.remote_agents.serve import RemoteAgents
+    from tamesu.remote_agents.run_agents import RemoteAgents
 
     opened: list[RemoteAgents] = []
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tamesu.kernel.transcript import Transcript, Turn
-from tamesu.remote_agents.suite import AttachedRun, SuiteRemoteAgents
+from tamesu.remote_agents.suite_agents import AttachedRun, SuiteRemoteAgents
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tamesu.actors.services import RunServices
-from tamesu.assertions.base import AssertionContext, assertion
+from tamesu.assertions.evaluation import AssertionContext, assertion
 from tamesu.kernel.outcome import AssertionResult
 from tamesu.runner.grading import run_and_grade
 from tests.actors.agents import Check, check, make_spec, register

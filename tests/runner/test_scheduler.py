@@ -21,7 +21,7 @@ from tamesu.runner.attempt import session_id
 from tamesu.runner.invocation import Reporter
 from tamesu.runner.results import ResultsStore, read_transcript
 from tamesu.runner.scheduler import Scheduler
-from tamesu.runner.setup import Budget, SuiteSetup
+from tamesu.runner.suite_setup import Budget, SuiteSetup
 from tamesu.runner.verdict import exit_code, verdicts
 from tamesu.secrets import Redactor
 from tamesu.templates import Scope

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tamesu.actors.base import roundtrip
+from tamesu.actors.actor import roundtrip
 from tamesu.audio import synth
 from tamesu.audio.codec import ulaw_decode
 from tamesu.audio.dtmf import detect_dtmf

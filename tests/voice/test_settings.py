@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tamesu.assertions.base import AssertionContext, evaluate
+from tamesu.assertions.evaluation import AssertionContext, evaluate
 from tamesu.clock import MonotonicClock
 from tamesu.config.suite import Test
 from tamesu.config.target import parse_target

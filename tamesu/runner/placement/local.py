@@ -28,7 +28,7 @@ class LocalPlacement:
     """The graph runs here: ``ready`` (the run's hooks) is called between its remote agents and its target."""
     in_process: ClassVar[bool] = True
     """Runs share this process with the scheduler: a suite's remote agents, served here for its
-    lifetime, give each run its own exchanges (``tamesu.remote_agents.suite``)."""
+    lifetime, give each run its own exchanges (``tamesu.remote_agents.suite_agents``)."""
     bounds_itself: ClassVar[bool] = True
     """A run here ends within its timeout plus the graph's stop grace (the graph enforces both in
     this process), so the scheduler needs no backstop of its own."""

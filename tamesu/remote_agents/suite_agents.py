@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.transcript import Transcript
     from tamesu.limits import Limits
     from tamesu.remote_agents.exchanges import Recording
-    from tamesu.remote_agents.serve import RemoteAgents
+    from tamesu.remote_agents.run_agents import RemoteAgents
     from tamesu.templates import Scope
 
 __all__ = ["AttachedRun", "HeldRun", "SuiteRemoteAgents", "fetch_exchanges"]
@@ -111,7 +111,7 @@ class SuiteRemoteAgents:
     ) -> SuiteRemoteAgents:
         """Serve ``agents`` (their token, forward and headers rendered in the suite's ``scope``)
         and set their values in it."""
-        from tamesu.remote_agents.serve import RemoteAgents
+        from tamesu.remote_agents.run_agents import RemoteAgents
 
         suite = cls(suite_path)
         suite.served = await RemoteAgents.open(
