@@ -123,14 +123,6 @@ class Mailbox:
             _wake_one(self._putters)
         return taken
 
-    def drop_data(self) -> int:
-        """Forget every queued data message (an interruption); returns how many were dropped."""
-        dropped = len(self._data)
-        self._data.clear()
-        for _ in range(dropped):
-            _wake_one(self._putters)
-        return dropped
-
     async def _wait(self, waiters: deque[asyncio.Future[None]], *, ready: Callable[[], bool]) -> None:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         waiters.append(fut)

@@ -97,7 +97,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
         "tamesu.kernel", "tamesu.errors", "tamesu.untrusted", "tamesu.registry", "tamesu.clock",
         "tamesu.durations", "tamesu.limits", "tamesu.stats", "tamesu.sequential", "tamesu.jsonpath",
         "tamesu.spoken", "tamesu.metrics", "tamesu.extras", "tamesu.cycle_collector",
-        "tamesu.version",
+        "tamesu.version", "tamesu.plugins",
     )),
     ("the contract and our protocol libraries", (
         "tamesu.config", "tamesu.templates", "tamesu.secrets", "tamesu.playbooks",
@@ -172,7 +172,7 @@ RULES: dict[str, tuple[Callable[[str], bool], Callable[[str], bool]]] = {
     ),
     "the red team's playbooks lie beside the contract: config reads them, they read no config": (
         _under("tamesu.playbooks"),
-        lambda name: name.startswith("tamesu") and not _under("tamesu.playbooks", "tamesu.registry", "tamesu.errors")(name),
+        lambda name: name.startswith("tamesu") and not _under("tamesu.playbooks", "tamesu.registry", "tamesu.errors", "tamesu.plugins")(name),
     ),
     "the wire knows no target type and no voice stage": (
         _under("tamesu.wire"),

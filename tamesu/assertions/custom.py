@@ -80,12 +80,21 @@ def _once(key: str, load: Any) -> None:
 
 
 def _entry_points() -> None:
-    from importlib.metadata import entry_points
+    """Installed custom assertions (``tamesu.plugins``): a callable under ``tamesu.assertions``; a
+    module there registers assertion kinds instead (``tamesu.config.kinds``) and is left alone."""
+    from tamesu.plugins import load_group
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        obj = ep.load()
-        if callable(obj) and not inspect.ismodule(obj) and ep.name not in custom_assertions:
-            custom_assertions.add(ep.name, obj)
+    for name, obj in load_group(ENTRY_POINT_GROUP, convert=_assertion_of):
+        if obj is not None and name not in custom_assertions:
+            custom_assertions.add(name, obj)
+
+
+def _assertion_of(obj: Any) -> Any:
+    if inspect.ismodule(obj):
+        return None
+    if not callable(obj):
+        raise ValueError(f"it names a {type(obj).__name__}, not a function of (spec, ctx)")
+    return obj
 
 
 def load_custom_assertions(*, project_dir: Path | None = None, suite_dir: Path | None = None) -> list[str]:

@@ -16,7 +16,6 @@ first read (a plugin module registers its kinds with the same decorators).
 
 from __future__ import annotations
 
-import functools
 import importlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -178,29 +177,12 @@ def _origin(entry: Any) -> Any:
     return entry.config if isinstance(entry, TargetKind) else entry.spec
 
 
-@functools.cache
-def _installed_entry_points() -> Any:
-    """Every entry point of the installed packages, read once for both groups (each read scans
-    every package's metadata)."""
-    from importlib.metadata import entry_points
-
-    return entry_points()
-
-
 def _load_plugins(group: str) -> None:
-    """Import every module an installed package names under ``group``; a plugin that fails to
-    import is a configuration error naming it, never a traceback."""
-    for ep in _installed_entry_points().select(group=group):
-        try:
-            ep.load()
-        except Exception as exc:
-            from tamesu.errors import ConfigError
+    """Import every module an installed package names under ``group`` (``tamesu.plugins``: a
+    plugin that fails to import is a configuration error naming it, never a traceback)."""
+    from tamesu.plugins import load_group
 
-            dist = f" of {ep.dist.name}" if ep.dist is not None else ""
-            raise ConfigError(
-                f"the plugin {ep.name} ({ep.value}){dist} in {group} failed to load: {type(exc).__name__}: {exc}",
-                hint="fix or uninstall the plugin",
-            ) from None
+    load_group(group)
 
 
 class TargetKinds(Kinds[TargetKind]):

@@ -71,18 +71,26 @@ def _builtins() -> None:
 
 
 def _plugins() -> None:
-    from importlib.metadata import entry_points
+    """Installed playbooks (``tamesu.plugins``): an entry point names a ``Playbook``, a list of them,
+    or a function that returns either; anything else is a configuration error naming the plugin."""
+    from tamesu.plugins import load_group
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in playbooks:
+    for name, items in load_group(ENTRY_POINT_GROUP, convert=_playbooks_of):
+        if name in playbooks:
             continue
-        loaded: Any = ep.load()
-        if callable(loaded) and not isinstance(loaded, Playbook):
-            loaded = loaded()
-        items = loaded if isinstance(loaded, (list, tuple)) else [loaded]
         for item in items:
-            if isinstance(item, Playbook) and item.name not in playbooks:
+            if item.name not in playbooks:
                 register_playbook(item)
+
+
+def _playbooks_of(loaded: Any) -> list[Playbook]:
+    if callable(loaded) and not isinstance(loaded, Playbook):
+        loaded = loaded()
+    items = list(loaded) if isinstance(loaded, (list, tuple)) else [loaded]
+    wrong = [type(item).__name__ for item in items if not isinstance(item, Playbook)]
+    if wrong:
+        raise ValueError(f"it gave {', '.join(wrong)}, not a Playbook")
+    return items
 
 
 def _once(key: str, load: Callable[[], None]) -> None:

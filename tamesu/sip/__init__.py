@@ -3,3 +3,5 @@
 A package like every other folder of tamesu, so a wheel carries it (tests/test_packaging.py keeps the
 list in pyproject.toml complete).
 """
+
+__all__: list[str] = []

@@ -4,3 +4,5 @@ the agent-fault counts, one websocket per session (``wslink``), a call's audio w
 
 It knows no target type and no voice stage: what it needs of a run's target context is
 ``WireContext`` (``wire_context``)."""
+
+__all__: list[str] = []

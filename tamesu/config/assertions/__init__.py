@@ -5,3 +5,5 @@ Every module of this package is imported when the assertion registry is first re
 (``tamesu.config.kinds``); the ``Assertion`` item of a suite is built from it in
 ``tamesu.config.assertion``.
 """
+
+__all__: list[str] = []

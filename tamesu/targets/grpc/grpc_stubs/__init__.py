@@ -3,3 +3,5 @@
 Nothing is generated at install time; ``python -m tamesu.targets.grpc.grpc_stubs.compile_proto`` rewrites
 them after a change to the proto, and a test fails while they differ from what it would write.
 """
+
+__all__: list[str] = []

@@ -73,19 +73,6 @@ async def test_a_cancelled_sender_does_not_swallow_the_next_wakeup() -> None:
     assert await box.get() == AgentPartial(text="2")
 
 
-async def test_drop_data_keeps_control_messages_and_frees_room() -> None:
-    box = Mailbox(maxsize=2)
-    await box.put(AgentPartial(text="1"))
-    await box.put(AgentPartial(text="2"))
-    await box.put(Interrupt())
-    blocked = asyncio.create_task(box.put(AgentPartial(text="3")))
-    await asyncio.sleep(0)
-    assert box.drop_data() == 2
-    await asyncio.wait_for(blocked, 1)
-    assert isinstance(await box.get(), Interrupt)
-    assert await box.get() == AgentPartial(text="3")
-
-
 def test_a_mailbox_needs_room() -> None:
     with pytest.raises(ValueError):
         Mailbox(maxsize=0)
