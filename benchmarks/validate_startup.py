@@ -82,8 +82,9 @@ from pydantic import BaseModel
 class First(BaseModel):
     a: int = 1
 phase("pydantic's model machinery (the first model class)")
-from tamesu.config.kinds import _installed_entry_points, assertion_kinds, target_kinds
-_installed_entry_points(); phase("entry points (plugins)")
+from tamesu.config.kinds import assertion_kinds, target_kinds
+from tamesu.plugins import load_group
+load_group("tamesu.none"); phase("entry points (plugins)")
 target_kinds.load(); assertion_kinds.load(); phase("target type and assertion kind config modules")
 import tamesu.config.suite, tamesu.config.project; phase("suite and tamesu.yaml models (classes)")
 from tamesu.config import Suite
