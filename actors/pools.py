@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
+from tamesu.audio.engine_cpu import CpuAccount, charge, charging
 from tamesu.speech_pool import LocalSpeechPool
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class SynthesisReply(msgspec.Struct, kw_only=True):
     sample_rate: int = 16000
     error: str | None = None
     error_type: str | None = None
+    cpu: dict[str, float] = msgspec.field(default_factory=dict)
+    """CPU seconds the request cost, by engine: the caller's run is charged them."""
 
 
 class TranscriptionRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,6 +80,7 @@ class TranscriptionReply(msgspec.Struct, kw_only=True):
     engine: str = ""
     error: str | None = None
     error_type: str | None = None
+    cpu: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 @dataclass
@@ -181,22 +185,27 @@ class SpeechServer:
             self.served += len(requests)
 
     async def _synthesize(self, r: SynthesisRequest) -> SynthesisReply:
-        try:
-            audio = await self.local.synthesize(r.text, voice=r.voice, language=r.language, engine=r.engine)
-        except Exception as exc:
-            return SynthesisReply(error=str(exc), error_type=type(exc).__name__)
-        return SynthesisReply(pcm=audio.samples.tobytes(), sample_rate=audio.sample_rate)
+        with charging(CpuAccount()) as cpu:
+            try:
+                audio = await self.local.synthesize(
+                    r.text, voice=r.voice, language=r.language, engine=r.engine
+                )
+            except Exception as exc:
+                return SynthesisReply(error=str(exc), error_type=type(exc).__name__, cpu=cpu.by_engine)
+        return SynthesisReply(pcm=audio.samples.tobytes(), sample_rate=audio.sample_rate, cpu=cpu.by_engine)
 
     async def _transcribe(self, r: TranscriptionRequest) -> TranscriptionReply:
         from tamesu.audio.tts import Audio
 
-        try:
-            t = await self.local.transcribe(
-                Audio.from_pcm(r.pcm, r.sample_rate), language=r.language, engine=r.engine
-            )
-        except Exception as exc:
-            return TranscriptionReply(error=str(exc), error_type=type(exc).__name__)
+        with charging(CpuAccount()) as cpu:
+            try:
+                t = await self.local.transcribe(
+                    Audio.from_pcm(r.pcm, r.sample_rate), language=r.language, engine=r.engine
+                )
+            except Exception as exc:
+                return TranscriptionReply(error=str(exc), error_type=type(exc).__name__, cpu=cpu.by_engine)
         return TranscriptionReply(
+            cpu=cpu.by_engine,
             text=t.text,
             language=t.language,
             duration=t.duration,
@@ -211,9 +220,10 @@ class SpeechServer:
 
 
 def audio_of(reply: SynthesisReply) -> Audio:
-    """A reply's audio, or the engine's error raised again here."""
+    """A reply's audio, or the engine's error raised again here; the caller is charged its CPU."""
     from tamesu.audio.tts import Audio
 
+    _charge(reply.cpu)
     _raise(reply.error, reply.error_type)
     return Audio.from_pcm(reply.pcm, reply.sample_rate)
 
@@ -221,6 +231,7 @@ def audio_of(reply: SynthesisReply) -> Audio:
 def transcription_of(reply: TranscriptionReply) -> Transcription:
     from tamesu.audio.stt import Transcription, TranscriptionSegment
 
+    _charge(reply.cpu)
     _raise(reply.error, reply.error_type)
     return Transcription(
         text=reply.text,
@@ -231,6 +242,11 @@ def transcription_of(reply: TranscriptionReply) -> Transcription:
         real_time_factor=(reply.processing_s / reply.duration) if reply.duration else None,
         engine=reply.engine,
     )
+
+
+def _charge(cpu: dict[str, float]) -> None:
+    for engine, seconds in cpu.items():
+        charge(engine, seconds)
 
 
 def _raise(error: str | None, kind: str | None) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "engine_stats",
     "get_stt",
     "get_tts",
+    "runs_here",
     "shutdown",
     "stt_for",
     "synthesis_cache",
@@ -100,6 +101,17 @@ def get_stt(name: str | None = None, **options: Any) -> STTEngine:
                 raise _unknown("STT", name, stt_engines.names())
             engine = _stt[key] = stt_engines.get(name)(**options)
         return engine
+
+
+def runs_here(kind: str, name: str) -> bool:
+    """Whether the ``kind`` ("tts" or "stt") engine ``name`` computes on this machine (priced by
+    its CPU seconds) rather than at a provider (priced per character or minute); False for a name
+    no registry knows."""
+    registry = tts_engines if kind == "tts" else stt_engines
+    try:
+        return bool(registry.get(name).runs_here)
+    except Exception:
+        return False
 
 
 def tts_for(

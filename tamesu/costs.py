@@ -21,10 +21,7 @@ if TYPE_CHECKING:
     from tamesu.kernel.outcome import RunResult
     from tamesu.speech_pool import MeteredSpeech
 
-__all__ = ["LOCAL_SPEECH_ENGINES", "cost_summary", "metrics_cost", "result_cost", "run_costs"]
-
-LOCAL_SPEECH_ENGINES = frozenset({"piper", "espeak", "whisper"})
-"""Engines that run on this machine: priced by the seconds spent in them, never per character."""
+__all__ = ["cost_summary", "metrics_cost", "result_cost", "run_costs"]
 
 
 def run_costs(
@@ -35,27 +32,34 @@ def run_costs(
     target_type: str,
     speech: MeteredSpeech | None = None,
 ) -> dict[str, float]:
-    """The cost metrics of one run, from its other metrics and what it asked of speech engines."""
+    """The cost metrics of one run, from its other metrics and what it asked of speech engines:
+    local engines by the CPU seconds the run's requests cost them, hosted ones per character and
+    per minute of audio."""
+    from tamesu.audio.engines import runs_here
+
     out: dict[str, float] = {}
     speech_usd = 0.0
     unpriced = False
     if speech is not None and speech.used:
         out["tts_characters"] = float(sum(speech.tts_characters.values()))
         out["stt_seconds"] = sum(speech.stt_seconds.values())
-        for engine, waited in speech.engine_seconds.items():
-            if engine in LOCAL_SPEECH_ENGINES:
-                out["local_speech_s"] = out.get("local_speech_s", 0.0) + waited
-                speech_usd += waited * (prices.local_speech_second if prices is not None else 0.0)
-                continue
-            per_char = (prices.tts_million_characters if prices is not None else {}).get(engine)
-            per_minute = (prices.stt_minute if prices is not None else {}).get(engine)
-            chars, seconds = speech.tts_characters.get(engine, 0), speech.stt_seconds.get(engine, 0.0)
-            if chars:
-                unpriced |= per_char is None
-                speech_usd += chars * (per_char or 0.0) / 1e6
-            if seconds:
-                unpriced |= per_minute is None
-                speech_usd += seconds / 60.0 * (per_minute or 0.0)
+        local = any(runs_here("tts", e) for e in speech.tts_characters) or any(
+            runs_here("stt", e) for e in speech.stt_seconds
+        )
+        cpu = speech.cpu.total()
+        if local or cpu:
+            out["local_speech_cpu_s"] = cpu
+            speech_usd += cpu * (prices.local_speech_second if prices is not None else 0.0)
+        per_char_prices = prices.tts_million_characters if prices is not None else {}
+        per_minute_prices = prices.stt_minute if prices is not None else {}
+        for engine, chars in speech.tts_characters.items():
+            if chars and not runs_here("tts", engine):
+                unpriced |= engine not in per_char_prices
+                speech_usd += chars * per_char_prices.get(engine, 0.0) / 1e6
+        for engine, seconds in speech.stt_seconds.items():
+            if seconds and not runs_here("stt", engine):
+                unpriced |= engine not in per_minute_prices
+                speech_usd += seconds / 60.0 * per_minute_prices.get(engine, 0.0)
         out["speech_cost_usd"] = speech_usd
         if unpriced:
             out["speech_unpriced"] = 1.0

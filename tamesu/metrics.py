@@ -260,13 +260,17 @@ METRICS: dict[str, Metric] = {
         default=0.0,
     ),
     "speech_cost_usd": Metric(
-        "Hosted TTS and STT, and local engines' seconds, at prices:", "USD", source=_COSTS
+        "Hosted TTS and STT, and local engines' CPU seconds, at prices:", "USD", source=_COSTS
     ),
     "call_minutes": Metric("Minutes of call priced by prices.call_minute", "min", source=_COSTS),
     "call_minutes_cost_usd": Metric("Call minutes at the target's price per minute", "USD", source=_COSTS),
     "tts_characters": Metric("Characters the run sent to TTS engines", "count", source=_COSTS),
     "stt_seconds": Metric("Seconds of audio the run sent to STT engines", "s", source=_COSTS),
-    "local_speech_s": Metric("Seconds the run's requests spent in local speech engines", "s", source=_COSTS),
+    "local_speech_cpu_s": Metric(
+        "CPU seconds local speech engines (piper, espeak, whisper) spent on the run's requests",
+        "s",
+        source=_COSTS,
+    ),
 }
 """Name -> Metric. Plugins may add recorded metrics here before a suite is validated."""
 

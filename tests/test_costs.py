@@ -40,3 +40,19 @@ def test_hosted_speech_without_a_price_is_marked_not_guessed() -> None:
     assert "speech_unpriced" not in priced
     bare = run_costs({}, prices=Prices(), target_name="a", target_type="voice", speech=speech)
     assert (bare["speech_cost_usd"], bare["speech_unpriced"], bare["cost_usd"]) == (0.0, 1.0, 0.0)
+
+
+def test_local_engines_cost_their_cpu_seconds_never_a_price_per_minute() -> None:
+    speech = MeteredSpeech(pool=None)  # type: ignore[arg-type]
+    speech.tts_characters, speech.stt_seconds = {"piper": 500}, {"whisper-base": 120.0, "whisper": 30.0}
+    speech.engine_seconds = {"piper": 9.0, "whisper-base": 40.0, "whisper": 5.0}  # waited, queue included
+    speech.cpu.add("piper", 0.5)
+    speech.cpu.add("whisper-base", 2.0)
+    speech.cpu.add("whisper", 0.25)
+    priced = run_costs(
+        {}, prices=Prices(local_speech_second=0.01, stt_minute={"openai": 0.006}),
+        target_name="a", target_type="sip", speech=speech,
+    )  # fmt: skip
+    assert priced["local_speech_cpu_s"] == pytest.approx(2.75)
+    assert priced["speech_cost_usd"] == pytest.approx(0.0275)
+    assert "speech_unpriced" not in priced, "whisper-base is local: it has no price per minute to miss"

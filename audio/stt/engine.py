@@ -94,6 +94,9 @@ class STTEngine(ABC):
     """``Audio`` in, ``Transcription`` out; one instance per process is shared (see engines.py)."""
 
     name: ClassVar[str] = "stt"
+    runs_here: ClassVar[bool] = False
+    """True for an engine that computes on this machine: a run pays its CPU seconds (at
+    ``prices.local_speech_second``), never a price per minute of audio."""
 
     def __init__(self, *, attempts: int = 1, backoff: float = 0.5) -> None:
         self.attempts = attempts

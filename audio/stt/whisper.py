@@ -29,6 +29,7 @@ import numpy as np
 
 from tamesu.errors import ConfigError, MissingExtraError
 
+from ..engine_cpu import engine_threads
 from ..tts.audio import Audio
 from ..tts.engine import primary_language
 from ..tts.workers import Lazy, Workers, default_workers, usable_cores
@@ -126,6 +127,7 @@ class WhisperSTT(STTEngine):
     speech, as accurate as 5)."""
 
     name = "whisper"
+    runs_here = True
     default_model: ClassVar[str | None] = None
     """The model when ``model`` is not given (None: ``$TAMESU_WHISPER_MODEL``, else tiny.en)."""
 
@@ -161,7 +163,7 @@ class WhisperSTT(STTEngine):
         self.temperature = temperature
         self.initial_prompt = initial_prompt
         self.pack = pack
-        self.workers = Workers("whisper", workers)
+        self.workers = Workers(self.name, workers)
         self._model: Lazy[Any] = Lazy(self._load)
         self._caps = STTCapabilities(
             languages=None if self.multilingual else frozenset({"en"}),
@@ -180,15 +182,16 @@ class WhisperSTT(STTEngine):
         except ImportError as exc:
             raise MissingExtraError("faster-whisper", extra="voice") from exc
         found = self.shipped.load_files() if self.shipped is not None else ModelFiles(self.model_path)
-        return WhisperModel(
-            str(found.path),
-            device=self.device,
-            compute_type=self.compute_type,
-            cpu_threads=self.cpu_threads,
-            num_workers=self.workers.size,
-            local_files_only=True,
-            files=found.files,
-        )
+        with engine_threads(self.workers.meter):  # CTranslate2's decoding threads: what a request costs
+            return WhisperModel(
+                str(found.path),
+                device=self.device,
+                compute_type=self.compute_type,
+                cpu_threads=self.cpu_threads,
+                num_workers=self.workers.size,
+                local_files_only=True,
+                files=found.files,
+            )
 
     async def warm(self) -> None:
         await self.workers.run(self._model.get)

@@ -66,6 +66,9 @@ class TTSEngine(ABC):
     """
 
     name: ClassVar[str] = "tts"
+    runs_here: ClassVar[bool] = False
+    """True for an engine that computes on this machine: a run pays its CPU seconds (at
+    ``prices.local_speech_second``), never a price per character."""
 
     def __init__(
         self, *, cache: SynthesisCache | None = None, attempts: int = 1, backoff: float = 0.5

@@ -74,6 +74,7 @@ class EspeakTTS(TTSEngine):
     """espeak-ng in a subprocess per utterance; ``workers`` bounds how many run at once."""
 
     name = "espeak"
+    runs_here = True
 
     def __init__(
         self,

@@ -20,6 +20,7 @@ import numpy as np
 
 from tamesu.errors import ConfigError, MissingExtraError
 
+from ..engine_cpu import engine_threads
 from .audio import Audio
 from .cache import SynthesisCache
 from .engine import TTSCapabilities, TTSEngine, tts_engines
@@ -70,6 +71,7 @@ class PiperTTS(TTSEngine):
     """Piper voices from local files; ``voice`` names a speaker of a multi-speaker model."""
 
     name = "piper"
+    runs_here = True
 
     def __init__(
         self,
@@ -125,9 +127,10 @@ class PiperTTS(TTSEngine):
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         providers = ["CUDAExecutionProvider"] if self.use_cuda else ["CPUExecutionProvider"]
-        session = onnxruntime.InferenceSession(
-            str(self.model_path), sess_options=options, providers=providers
-        )
+        with engine_threads(self.workers.meter):  # onnxruntime's own threads, when it has any
+            session = onnxruntime.InferenceSession(
+                str(self.model_path), sess_options=options, providers=providers
+            )
         return PiperVoice(session=session, config=PiperConfig.from_dict(self._config))
 
     async def warm(self) -> None:

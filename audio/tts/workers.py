@@ -4,7 +4,8 @@ CPU engines (Piper, Whisper) release the GIL inside onnxruntime / CTranslate2, s
 pool runs them in parallel without blocking the event loop; the pool is bounded so forty calls
 queue for two cores instead of thrashing them. The pool and the model belong to the engine, and
 ``tamesu.audio.engines`` keeps one engine per process, so any number of event loops and calls
-share them.
+share them. Every worker thread carries the engine's name, so its CPU (and that of the threads
+the engine starts from it) is what a request is charged (``tamesu.audio.engine_cpu``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
 from tamesu.errors import ModelError
+
+from ..engine_cpu import CpuMeter, charge, name_this_thread
 
 __all__ = ["EngineStats", "Lazy", "Retryable", "Workers", "default_workers", "usable_cores", "with_retries"]
 
@@ -45,26 +48,40 @@ class Retryable(Exception):
 
 
 class Workers:
-    """A bounded thread pool, created on first use, that any event loop can submit to."""
+    """A bounded thread pool, created on first use, that any event loop can submit to; what each
+    call cost in CPU is charged to the caller's ``CpuAccount``."""
 
     def __init__(self, name: str, size: int) -> None:
         if size < 1:
             raise ValueError(f"{name}: workers must be at least 1, got {size}")
         self.name = name
         self.size = size
+        self.meter = CpuMeter(name)
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(self.size, thread_name_prefix=f"tamesu-{self.name}")
+                self._executor = ThreadPoolExecutor(
+                    self.size,
+                    thread_name_prefix=f"tamesu-{self.name}",
+                    initializer=name_this_thread,
+                    initargs=(self.meter.thread_name,),
+                )
             return self._executor
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` on a worker thread; waits (without blocking the loop) for a free one."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool(), functools.partial(fn, *args, **kwargs))
+        spent: list[float] = []
+        try:
+            return await loop.run_in_executor(
+                self._pool(), self.meter.run, functools.partial(fn, *args, **kwargs), spent
+            )
+        finally:
+            if spent:
+                charge(self.name, spent[0])
 
     def shutdown(self) -> None:
         with self._lock:

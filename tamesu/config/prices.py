@@ -31,8 +31,8 @@ class Prices(ConfigModel):
         default_factory=dict,
     )
     local_speech_second: float = F(
-        "Per second a run's requests spent in a local speech engine (piper, espeak, whisper): the "
-        "machine's price of a core, since each such request holds one.",
+        "Per CPU second a local speech engine (piper, espeak, whisper) spent on a run's requests: "
+        "the machine's price of one core for one second.",
         0.00002,
         default=0.0,
         ge=0,

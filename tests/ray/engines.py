@@ -33,6 +33,34 @@ class ToneTTS(TTSEngine):
         return Audio.from_float(0.3 * np.sin(2 * np.pi * 440 * t), RATE)
 
 
+class BusyTTS(TTSEngine):
+    """A local engine: 0.1 s of its worker's CPU per word, then silence; what it spent is charged."""
+
+    name = "test-busy"
+    runs_here = True
+
+    def __init__(self, **options: object) -> None:
+        super().__init__(**options)  # type: ignore[arg-type]
+        from tamesu.audio.tts.workers import Workers
+
+        self.workers = Workers(self.name, 1)
+
+    @property
+    def capabilities(self) -> TTSCapabilities:
+        return TTSCapabilities(languages=None, sample_rate=RATE)
+
+    async def _synthesize(self, text: str, *, voice: str | None, language: str | None) -> Audio:
+        return await self.workers.run(self._work, len(text.split()))
+
+    def _work(self, words: int) -> Audio:
+        import time
+
+        end = time.thread_time() + 0.1 * words
+        while time.thread_time() < end:
+            pass
+        return Audio.from_float(np.zeros(int(0.1 * RATE * words)), RATE)
+
+
 class CountSTT(STTEngine):
     """Hears how many 0.1 s words of tone the audio holds."""
 
@@ -55,5 +83,7 @@ def register() -> None:
 
     if "test-tone" not in tts_engines:
         tts_engines.add("test-tone", ToneTTS)
+    if "test-busy" not in tts_engines:
+        tts_engines.add("test-busy", BusyTTS)
     if "test-count" not in stt_engines:
         stt_engines.add("test-count", CountSTT)

@@ -82,6 +82,26 @@ async def test_a_replica_serves_a_batch_of_both_kinds_and_reports_engine_errors_
     assert server.load() == {"in_flight": 0, "served": 3, "batches": 2}
 
 
+async def test_a_replica_sends_back_what_each_request_cost_and_the_caller_is_charged_it() -> None:
+    from tamesu.audio.engine_cpu import CpuAccount, CpuMeter, charging
+
+    if not CpuMeter("probe").measures_cpu:
+        pytest.skip("thread CPU clocks are read on Linux")
+    server = SpeechServer()
+    one, two = await server.synthesize_batch(
+        [
+            SynthesisRequest(text="one", engine="test-busy"),
+            SynthesisRequest(text="one two", engine="test-busy"),
+        ]
+    )
+    assert 0.08 <= one.cpu["test-busy"] <= 0.15 and 0.18 <= two.cpu["test-busy"] <= 0.27, (one.cpu, two.cpu)
+    with charging(CpuAccount()) as account:
+        audio_of(two)
+    assert account.by_engine == two.cpu
+    [tone] = await server.synthesize_batch([SynthesisRequest(text="one", engine="test-tone")])
+    assert tone.cpu == {}, "an engine without workers spends nothing tamesu can see"
+
+
 async def test_a_run_hands_its_calls_its_own_pool_and_the_local_engines_are_the_default() -> None:
     from tamesu.actors.services import RunServices
     from tamesu.voice.speech import render_speech

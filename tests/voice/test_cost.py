@@ -42,9 +42,9 @@ async def test_a_voice_run_prices_its_speech_and_minutes(calls: Calls, tmp_path:
     m = outcome.transcript.metrics
     assert m["tts_characters"] == len("one two three")
     assert m["stt_seconds"] > 0, "the agent's speech went to STT"
-    # test-vowel (hosted, as far as prices go) at $1 a character; whisper (local) by its seconds
-    assert m["local_speech_s"] > 0 and "speech_unpriced" not in m
-    assert m["speech_cost_usd"] == pytest.approx(13.0 + m["local_speech_s"] * 0.01)
+    # test-vowel (hosted, as far as prices go) at $1 a character; whisper (local) by its CPU seconds
+    assert m["local_speech_cpu_s"] > 0 and "speech_unpriced" not in m
+    assert m["speech_cost_usd"] == pytest.approx(13.0 + m["local_speech_cpu_s"] * 0.01)
     assert m["call_minutes"] == pytest.approx(m["call_duration_s"] / 60)
     assert m["call_minutes_cost_usd"] == pytest.approx(m["call_minutes"] * 0.6)
     parts = m.get("llm_cost_usd", 0.0) + m["speech_cost_usd"] + m["call_minutes_cost_usd"]
