@@ -4,8 +4,8 @@ Seconds waited are no price: a request queued behind nine others waits ten times
 same work, and Whisper decodes on CTranslate2's own threads, which the caller's thread clock never
 sees. So every thread an engine's workers start (and every thread those start: Linux copies a
 thread's name to the threads it creates) carries the engine's name, and an engine's clock is the
-CPU of the threads of that name (``CLOCK_THREAD_CPUTIME_ID`` of each, nanoseconds), plus what its
-child processes used (espeak-ng runs one per line). A ``CpuMeter`` shares that clock out between
+CPU of the threads of that name (``CLOCK_THREAD_CPUTIME_ID`` of each, nanoseconds), plus, for an
+engine that runs a program per line (espeak-ng), what the process's finished children used. A ``CpuMeter`` shares that clock out between
 the requests in flight at each moment, so the shares add up to what the engine spent.
 
 Where threads cannot be named or read (not Linux), a request costs the seconds its worker spent
@@ -92,18 +92,24 @@ def engine_threads(meter: CpuMeter) -> Iterator[None]:
 
 
 class _ThreadsClock:
-    """CPU seconds used so far by this process's threads named ``name``, and by its finished children.
+    """CPU seconds used so far by this process's threads named ``name`` (and, for an engine that
+    runs programs, by the process's finished children).
 
     A thread that ended keeps the last figure read of it (what it used after that reading is lost,
-    a few milliseconds at most); a reused thread id reads lower than before and counts afresh.
+    a few milliseconds at most); a reused thread id reads lower than before and counts afresh. A
+    thread of another name is looked at again for a while: a worker takes its name a moment after
+    it starts.
     """
 
-    def __init__(self, name: str) -> None:
+    RENAME_WINDOW_S = 2.0
+
+    def __init__(self, name: str, *, children: bool) -> None:
         self.name = name
+        self.children = children
         self._ours: dict[int, float] = {}
-        self._others: set[int] = set()
+        self._others: dict[int, float] = {}
         self._ended = 0.0
-        self._children0 = _children_cpu()
+        self._children0 = _children_cpu() if children else 0.0
 
     def __call__(self) -> float:
         try:
@@ -113,12 +119,15 @@ class _ThreadsClock:
         for tid in list(self._ours):
             if tid not in tids:
                 self._ended += self._ours.pop(tid)
-        self._others &= tids
-        for tid in tids - self._others - self._ours.keys():
+        moment = time.monotonic()
+        self._others = {tid: seen for tid, seen in self._others.items() if tid in tids}
+        settled = {tid for tid, seen in self._others.items() if moment - seen > self.RENAME_WINDOW_S}
+        for tid in tids - settled - self._ours.keys():
             if _comm(tid) == self.name:
                 self._ours[tid] = 0.0
+                self._others.pop(tid, None)
             else:
-                self._others.add(tid)
+                self._others.setdefault(tid, moment)
         total = self._ended
         for tid, last in list(self._ours.items()):
             try:
@@ -132,7 +141,7 @@ class _ThreadsClock:
                 total += last
             self._ours[tid] = now
             total += now
-        return total + _children_cpu() - self._children0
+        return total + (_children_cpu() - self._children0 if self.children else 0.0)
 
 
 def _comm(tid: int) -> str:
@@ -166,10 +175,10 @@ class CpuMeter:
     then costs its own working seconds.
     """
 
-    def __init__(self, engine: str) -> None:
+    def __init__(self, engine: str, *, children: bool = False) -> None:
         self.thread_name = thread_name_for(engine)
         self._clock: Callable[[], float] | None = (
-            _ThreadsClock(self.thread_name) if _threads_readable() else None
+            _ThreadsClock(self.thread_name, children=children) if _threads_readable() else None
         )
         self._lock = threading.Lock()
         self._open: dict[int, float] = {}

@@ -90,7 +90,7 @@ class EspeakTTS(TTSEngine):
         self.speed = speed
         self.pitch = pitch
         self.timeout = timeout
-        self.workers = Workers("espeak", workers)
+        self.workers = Workers("espeak", workers, runs_programs=True)
 
     @property
     def capabilities(self) -> TTSCapabilities:

@@ -51,12 +51,12 @@ class Workers:
     """A bounded thread pool, created on first use, that any event loop can submit to; what each
     call cost in CPU is charged to the caller's ``CpuAccount``."""
 
-    def __init__(self, name: str, size: int) -> None:
+    def __init__(self, name: str, size: int, *, runs_programs: bool = False) -> None:
         if size < 1:
             raise ValueError(f"{name}: workers must be at least 1, got {size}")
         self.name = name
         self.size = size
-        self.meter = CpuMeter(name)
+        self.meter = CpuMeter(name, children=runs_programs)
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 

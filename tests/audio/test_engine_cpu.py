@@ -127,3 +127,27 @@ async def test_without_an_account_nothing_is_charged_and_the_result_comes_back()
         assert await workers.run(lambda: 42) == 42
     finally:
         workers.shutdown()
+
+
+async def test_an_engine_that_runs_programs_is_charged_their_cpu_and_others_are_not() -> None:
+    import subprocess
+
+    def program() -> None:
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import time\nt=time.process_time()\nwhile time.process_time()-t<0.2: pass",
+            ],
+            check=True,
+        )
+
+    runner, bystander = Workers("programs", 1, runs_programs=True), Workers("bystander", 1)
+    try:
+        with charging(CpuAccount()) as account:
+            await asyncio.gather(runner.run(program), bystander.run(spin, 0.05))
+    finally:
+        runner.shutdown()
+        bystander.shutdown()
+    assert account.by_engine["programs"] >= 0.2, account.by_engine
+    assert account.by_engine["bystander"] <= 0.1, "another engine's child process is not its CPU"
