@@ -18,10 +18,11 @@ pytest.importorskip("aiortc")
 from livekit.protocol import agent as agent_pb
 
 from tamesu.errors import TargetError
-from tamesu.kernel.messages import AgentTurn, ToolCall, ToolResult, UserTurn
+from tamesu.kernel.events import VoiceTurn
+from tamesu.kernel.messages import AgentTurn, Event, Interrupt, ToolCall, ToolResult, UserTurn
 from tamesu.testing.livekit_server import LivekitServer
 
-from ..voice.peers import Calls, calls, collect
+from ..voice.peers import Calls, calls, collect, metrics_of, spec_with
 from .livekit_worker import agent_worker, keys, room, server
 
 __all__ = ["calls", "server"]
@@ -142,3 +143,39 @@ async def test_audio_mode_the_workers_piper_and_whisper_talk_with_the_callers(
         )  # the number as the worker's Whisper heard it
         assert isinstance(answer, AgentTurn) and "30 days" in answer.text.lower()
         assert answer.first_audio_at is not None and answer.sent_at is not None
+
+
+async def test_audio_mode_the_caller_barges_in_and_the_worker_stops_and_auto_takes_its_words(
+    server: LivekitServer, calls: Calls, tmp_path: Path
+) -> None:
+    """The caller talks over the worker's greeting and then over its long answer (over ten seconds
+    of speech); LiveKit's own VAD and interruption handling stop it each time, and ``auto`` takes
+    the worker's lk.transcription where one came, else tamesu's Whisper."""
+    async with agent_worker(server, tmp_path, mode="audio") as worker:
+        target = await calls.target(
+            room(server, mode="audio", transcript_source="auto"),
+            secrets=keys(server),
+            turn_timeout=40,
+            tts_engine="piper",
+            stt_engine="whisper",
+            spec=spec_with({"behaviors": {"interrupt_probability": 1.0}}),
+        )
+        messages = await collect(target, None)
+        messages += await collect(target, UserTurn(text="Please tell me the long story."))
+        messages += await collect(target, UserTurn(text="Sorry, one more question."))
+    log = worker.output()[-800:]
+    assert sum(isinstance(m, Interrupt) for m in messages) >= 2, ("the caller barged in on the agent", log)
+    said = " ".join(m.text for m in messages if isinstance(m, AgentTurn))
+    assert "let me tell" in said.lower(), ("the worker began its long answer", said, log)
+    assert said.lower().count("every item can come back") < 4, ("it stopped early in the story", said)
+    metrics = metrics_of(messages)
+    assert metrics["barge_ins"] >= 1, (
+        metrics,
+        log,
+    )  # went quiet within 500 ms (interruptions) only on an idle machine
+    sources = [
+        m.event.text_source for m in messages if isinstance(m, Event) and isinstance(m.event, VoiceTurn)
+    ]
+    # a turn whose words the worker published comes from its transcript; one cut before it sent
+    # them falls back to Whisper: never none
+    assert len(sources) == 3 and "agent" in sources and set(sources) <= {"agent", "stt"}, sources
