@@ -47,11 +47,22 @@ _ORDER = tuple(VERDICT_WORD)
 _CHECK_CLASS = {"passed": "ok", "failed": "bad", "error": "err", "skipped": "skip", "inconclusive": "unsure"}
 
 
+_SHORT: dict[str, str] = {}
+"""Short texts escaped before (roles, sources, outcomes, check names): a report repeats them per run."""
+
+
 def h(value: Any) -> str:
     """Any value as escaped HTML text: cut after ``MAX_VALUE_CHARS`` (an agent's turn may be a
     megabyte), its control characters (C0, C1, lone surrogates) as visible escapes, as the JSON
     files keep them."""
     text = value if isinstance(value, str) else str(value)
+    if len(text) <= 32:
+        done = _SHORT.get(text)
+        if done is None:
+            done = escape(printable(text), quote=True)
+            if len(_SHORT) < 4096:
+                _SHORT[text] = done
+        return done
     if len(text) > MAX_VALUE_CHARS:
         text = text[:MAX_VALUE_CHARS] + f"\n… ({len(text) - MAX_VALUE_CHARS} more characters)"
     return escape(printable(text), quote=True)

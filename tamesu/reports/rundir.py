@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.errors import UsageError
-from tamesu.runner.results import ResultsStore, latest_run_dir, output_dir, read_transcript
+from tamesu.runner.results import ResultsStore, TranscriptReader, latest_run_dir, output_dir
 from tamesu.runner.verdict import final_results
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ class RunDirectory:
     summary: dict[str, Any] | None
     attempts: list[RunResult]
     load_report: dict[str, Any] | None = None
+    _reader: TranscriptReader | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def open(cls, path: str | Path) -> RunDirectory:
@@ -162,7 +163,9 @@ class RunDirectory:
 
     def transcript(self, result: RunResult) -> Transcript | None:
         """The run's transcript, or None when it has none or it is missing, unreadable or too big."""
-        return read_transcript(self.dir, result)
+        if self._reader is None:
+            self._reader = TranscriptReader(self.dir)
+        return self._reader.read(result)
 
     def inside(self, relative: str) -> Path | None:
         """A path named by a run's files, only when it stays inside the run directory."""

@@ -29,6 +29,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -50,6 +51,7 @@ __all__ = [
     "TRANSCRIPT_LOG",
     "ResultWriter",
     "ResultsStore",
+    "TranscriptReader",
     "latest_run_dir",
     "output_dir",
     "read_transcript",
@@ -362,29 +364,62 @@ def _settle(items: list[tuple[asyncio.Future[None], BaseException | None]]) -> N
 def read_transcript(run_dir: Path | str, result: RunResult) -> Transcript | None:
     """The attempt's transcript, or None when it has none, or its file is missing, unreadable, too
     big, outside the run directory, or (in the log) not this run's."""
-    if not result.transcript_file:
-        return None
-    from tamesu.kernel.transcript import Transcript
+    return TranscriptReader(run_dir).read(result)
 
-    base = Path(run_dir).resolve()
-    path = (base / result.transcript_file).resolve()
-    if not path.is_relative_to(base):
-        return None
-    span = result.transcript_span
-    try:
-        if span is None:
-            if path.stat().st_size > MAX_TRANSCRIPT_BYTES:
-                return None
-            return Transcript.from_json(path.read_bytes())
-        offset, length = span
-        if not 0 <= length <= MAX_TRANSCRIPT_BYTES or offset < 0:
+
+class TranscriptReader:
+    """Reads the transcripts of one run directory: the directory resolved once and the log opened
+    once, so a report of 3,000 runs does not resolve two paths and open the log for each."""
+
+    def __init__(self, run_dir: Path | str) -> None:
+        self.base = Path(run_dir).resolve()
+        self._logs: dict[str, int | None] = {}
+        weakref.finalize(self, _close_all, self._logs)
+
+    def read(self, result: RunResult) -> Transcript | None:
+        """``read_transcript`` of one result."""
+        if not result.transcript_file:
             return None
-        with open(path, "rb") as log:
-            log.seek(offset)
-            transcript = Transcript.from_json(log.read(length))
-    except (OSError, ValueError):
-        return None
-    return transcript if transcript.run_id == result.run_id else None
+        from tamesu.kernel.transcript import Transcript
+
+        span = result.transcript_span
+        try:
+            if span is None:
+                path = self._inside(result.transcript_file)
+                if path is None or path.stat().st_size > MAX_TRANSCRIPT_BYTES:
+                    return None
+                transcript = Transcript.from_json(path.read_bytes())
+            else:
+                offset, length = span
+                if not 0 <= length <= MAX_TRANSCRIPT_BYTES or offset < 0:
+                    return None
+                fd = self._log(result.transcript_file)
+                if fd is None:
+                    return None
+                transcript = Transcript.from_json(os.pread(fd, length, offset))
+        except (OSError, ValueError):
+            return None
+        return transcript if transcript.run_id == result.run_id else None
+
+    def _inside(self, relative: str) -> Path | None:
+        path = (self.base / relative).resolve()
+        return path if path.is_relative_to(self.base) else None
+
+    def _log(self, relative: str) -> int | None:
+        if relative not in self._logs:
+            path = self._inside(relative)
+            try:
+                self._logs[relative] = os.open(path, os.O_RDONLY) if path is not None else None
+            except OSError:
+                self._logs[relative] = None
+        return self._logs[relative]
+
+
+def _close_all(logs: dict[str, int | None]) -> None:
+    for fd in logs.values():
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def latest_run_dir(output: Path | str, *, suite_paths: Iterable[str] | None = None) -> Path | None:
