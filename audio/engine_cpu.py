@@ -101,7 +101,7 @@ class _ThreadsClock:
     it starts.
     """
 
-    RENAME_WINDOW_S = 2.0
+    RENAME_WINDOW_S = 0.5
 
     def __init__(self, name: str, *, children: bool) -> None:
         self.name = name
