@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from tamesu.audio.engine_cpu import CpuAccount, charge, charging
+from tamesu.engine_cpu import CpuAccount, charge, charging
 from tamesu.speech_pool import LocalSpeechPool
 
 if TYPE_CHECKING:

@@ -35,12 +35,12 @@ def run_costs(
     """The cost metrics of one run, from its other metrics and what it asked of speech engines:
     local engines by the CPU seconds the run's requests cost them, hosted ones per character and
     per minute of audio."""
-    from tamesu.audio.engines import runs_here
-
     out: dict[str, float] = {}
     speech_usd = 0.0
     unpriced = False
     if speech is not None and speech.used:
+        from tamesu.audio.engines import runs_here  # the voice extra: a run that used speech has it
+
         out["tts_characters"] = float(sum(speech.tts_characters.values()))
         out["stt_seconds"] = sum(speech.stt_seconds.values())
         local = any(runs_here("tts", e) for e in speech.tts_characters) or any(

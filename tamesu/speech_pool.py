@@ -75,11 +75,11 @@ def local_speech_pool() -> LocalSpeechPool:
 class MeteredSpeech:
     """One run's view of a pool that counts what the run asked of each engine: characters sent to
     TTS, seconds of audio sent to STT, seconds waited on each engine, and the CPU seconds local
-    engines spent on the run's requests (``tamesu.audio.engine_cpu``): what ``run_costs`` prices.
+    engines spent on the run's requests (``tamesu.engine_cpu``): what ``run_costs`` prices.
     Lines the voice cache already holds are never asked again, so they cost nothing."""
 
     def __init__(self, pool: SpeechPool) -> None:
-        from tamesu.audio.engine_cpu import CpuAccount
+        from tamesu.engine_cpu import CpuAccount
 
         self.pool = pool
         self.tts_characters: dict[str, int] = {}
@@ -102,8 +102,8 @@ class MeteredSpeech:
     ) -> Audio:
         import time
 
-        from tamesu.audio.engine_cpu import charging
         from tamesu.audio.voices import resolve_voice
+        from tamesu.engine_cpu import charging
 
         name = engine or resolve_voice(voice, language).engine
         started = time.monotonic()
@@ -119,8 +119,8 @@ class MeteredSpeech:
     ) -> Transcription:
         import time
 
-        from tamesu.audio.engine_cpu import charging
         from tamesu.audio.engines import DEFAULT_STT
+        from tamesu.engine_cpu import charging
 
         name = engine or DEFAULT_STT
         started = time.monotonic()

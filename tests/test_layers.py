@@ -96,7 +96,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("the kernel and small leaves", (
         "tamesu.kernel", "tamesu.errors", "tamesu.untrusted", "tamesu.registry", "tamesu.clock",
         "tamesu.durations", "tamesu.limits", "tamesu.stats", "tamesu.sequential", "tamesu.jsonpath",
-        "tamesu.spoken", "tamesu.metrics", "tamesu.extras", "tamesu.cycle_collector",
+        "tamesu.spoken", "tamesu.metrics", "tamesu.extras", "tamesu.cycle_collector", "tamesu.engine_cpu",
         "tamesu.version", "tamesu.plugins",
     )),
     ("the contract and our protocol libraries", (

@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tamesu.engine_cpu import engine_threads
 from tamesu.errors import ConfigError, MissingExtraError
 
-from ..engine_cpu import engine_threads
 from ..tts.audio import Audio
 from ..tts.engine import primary_language
 from ..tts.workers import Lazy, Workers, default_workers, usable_cores

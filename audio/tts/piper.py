@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from tamesu.engine_cpu import engine_threads
 from tamesu.errors import ConfigError, MissingExtraError
 
-from ..engine_cpu import engine_threads
 from .audio import Audio
 from .cache import SynthesisCache
 from .engine import TTSCapabilities, TTSEngine, tts_engines

@@ -5,7 +5,7 @@ pool runs them in parallel without blocking the event loop; the pool is bounded 
 queue for two cores instead of thrashing them. The pool and the model belong to the engine, and
 ``tamesu.audio.engines`` keeps one engine per process, so any number of event loops and calls
 share them. Every worker thread carries the engine's name, so its CPU (and that of the threads
-the engine starts from it) is what a request is charged (``tamesu.audio.engine_cpu``).
+the engine starts from it) is what a request is charged (``tamesu.engine_cpu``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
+from tamesu.engine_cpu import CpuMeter, charge, name_this_thread
 from tamesu.errors import ModelError
-
-from ..engine_cpu import CpuMeter, charge, name_this_thread
 
 __all__ = ["EngineStats", "Lazy", "Retryable", "Workers", "default_workers", "usable_cores", "with_retries"]
 

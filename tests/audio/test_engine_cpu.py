@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from tamesu.audio.engine_cpu import CpuAccount, CpuMeter, charging
 from tamesu.audio.tts.workers import Workers
+from tamesu.engine_cpu import CpuAccount, CpuMeter, charging
 
 pytestmark = [
     pytest.mark.unit,

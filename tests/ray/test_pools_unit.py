@@ -83,7 +83,7 @@ async def test_a_replica_serves_a_batch_of_both_kinds_and_reports_engine_errors_
 
 
 async def test_a_replica_sends_back_what_each_request_cost_and_the_caller_is_charged_it() -> None:
-    from tamesu.audio.engine_cpu import CpuAccount, CpuMeter, charging
+    from tamesu.engine_cpu import CpuAccount, CpuMeter, charging
 
     if not CpuMeter("probe").measures_cpu:
         pytest.skip("thread CPU clocks are read on Linux")

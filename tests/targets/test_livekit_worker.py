@@ -161,21 +161,30 @@ async def test_audio_mode_the_caller_barges_in_and_the_worker_stops_and_auto_tak
             spec=spec_with({"behaviors": {"interrupt_probability": 1.0}}),
         )
         messages = await collect(target, None)
-        messages += await collect(target, UserTurn(text="Please tell me the long story."))
+        # The ask is spoken over the agent, so the worker's Whisper may hear only part of it: the
+        # caller asks again, as a person would, until the story starts (its words reach tamesu a
+        # turn late, with the worker's transcript)
+        for _ in range(4):
+            messages += await collect(target, UserTurn(text="Please tell me the long story."))
+            if "let me tell" in spoken(messages).lower():
+                break
         messages += await collect(target, UserTurn(text="Sorry, one more question."))
     log = worker.output()[-800:]
+    said = spoken(messages)
     assert sum(isinstance(m, Interrupt) for m in messages) >= 2, ("the caller barged in on the agent", log)
-    said = " ".join(m.text for m in messages if isinstance(m, AgentTurn))
     assert "let me tell" in said.lower(), ("the worker began its long answer", said, log)
     assert said.lower().count("every item can come back") < 4, ("it stopped early in the story", said)
     metrics = metrics_of(messages)
-    assert metrics["barge_ins"] >= 1, (
-        metrics,
-        log,
-    )  # went quiet within 500 ms (interruptions) only on an idle machine
+    # barge_ins: the caller talked over the agent; interruptions (quiet within 500 ms) hold only on
+    # an idle machine, so they are not asserted
+    assert metrics["barge_ins"] >= 1, (metrics, log)
     sources = [
         m.event.text_source for m in messages if isinstance(m, Event) and isinstance(m.event, VoiceTurn)
     ]
     # a turn whose words the worker published comes from its transcript; one cut before it sent
     # them falls back to Whisper: never none
-    assert len(sources) == 3 and "agent" in sources and set(sources) <= {"agent", "stt"}, sources
+    assert len(sources) >= 3 and "agent" in sources and set(sources) <= {"agent", "stt"}, sources
+
+
+def spoken(messages: list[object]) -> str:
+    return " ".join(m.text for m in messages if isinstance(m, AgentTurn))
