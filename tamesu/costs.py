@@ -43,21 +43,22 @@ def run_costs(
 
         out["tts_characters"] = float(sum(speech.tts_characters.values()))
         out["stt_seconds"] = sum(speech.stt_seconds.values())
-        local = any(runs_here("tts", e) for e in speech.tts_characters) or any(
-            runs_here("stt", e) for e in speech.stt_seconds
-        )
+        hosted_tts = {e: n for e, n in speech.tts_characters.items() if not runs_here("tts", e)}
+        hosted_stt = {e: n for e, n in speech.stt_seconds.items() if not runs_here("stt", e)}
         cpu = speech.cpu.total()
-        if local or cpu:
+        asked = len(speech.tts_characters) + len(speech.stt_seconds)
+        asked_here = asked > len(hosted_tts) + len(hosted_stt)  # some engine asked runs on this machine
+        if cpu or asked_here:
             out["local_speech_cpu_s"] = cpu
             speech_usd += cpu * (prices.local_speech_second if prices is not None else 0.0)
         per_char_prices = prices.tts_million_characters if prices is not None else {}
         per_minute_prices = prices.stt_minute if prices is not None else {}
-        for engine, chars in speech.tts_characters.items():
-            if chars and not runs_here("tts", engine):
+        for engine, chars in hosted_tts.items():
+            if chars:
                 unpriced |= engine not in per_char_prices
                 speech_usd += chars * per_char_prices.get(engine, 0.0) / 1e6
-        for engine, seconds in speech.stt_seconds.items():
-            if seconds and not runs_here("stt", engine):
+        for engine, seconds in hosted_stt.items():
+            if seconds:
                 unpriced |= engine not in per_minute_prices
                 speech_usd += seconds / 60.0 * per_minute_prices.get(engine, 0.0)
         out["speech_cost_usd"] = speech_usd

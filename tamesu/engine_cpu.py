@@ -5,8 +5,9 @@ same work, and Whisper decodes on CTranslate2's own threads, which the caller's 
 sees. So every thread an engine's workers start (and every thread those start: Linux copies a
 thread's name to the threads it creates) carries the engine's name, and an engine's clock is the
 CPU of the threads of that name (``CLOCK_THREAD_CPUTIME_ID`` of each, nanoseconds), plus, for an
-engine that runs a program per line (espeak-ng), what the process's finished children used. A ``CpuMeter`` shares that clock out between
-the requests in flight at each moment, so the shares add up to what the engine spent.
+engine that runs a program per line (espeak-ng), what the process's finished children used. A
+``CpuMeter`` shares that clock out between the requests in flight at each moment, so the shares
+add up to what the engine spent.
 
 Where threads cannot be named or read (not Linux), a request costs the seconds its worker spent
 on it, queueing excluded: a floor, since an engine may use more than one core.

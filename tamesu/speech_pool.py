@@ -74,8 +74,8 @@ def local_speech_pool() -> LocalSpeechPool:
 
 class MeteredSpeech:
     """One run's view of a pool that counts what the run asked of each engine: characters sent to
-    TTS, seconds of audio sent to STT, seconds waited on each engine, and the CPU seconds local
-    engines spent on the run's requests (``tamesu.engine_cpu``): what ``run_costs`` prices.
+    TTS, seconds of audio sent to STT, and the CPU seconds local engines spent on the run's requests
+    (``tamesu.engine_cpu``): what ``run_costs`` prices.
     Lines the voice cache already holds are never asked again, so they cost nothing."""
 
     def __init__(self, pool: SpeechPool) -> None:
@@ -84,7 +84,6 @@ class MeteredSpeech:
         self.pool = pool
         self.tts_characters: dict[str, int] = {}
         self.stt_seconds: dict[str, float] = {}
-        self.engine_seconds: dict[str, float] = {}
         self.cpu = CpuAccount()
 
     @property
@@ -92,52 +91,37 @@ class MeteredSpeech:
         """The pool underneath: caches keyed by pool use it, so every run shares them."""
         return self.pool
 
-    @property
-    def engine_cpu_seconds(self) -> dict[str, float]:
-        """CPU seconds by local engine (its workers' name) that this run's requests cost."""
-        return self.cpu.by_engine
-
     async def synthesize(
         self, text: str, *, voice: str | None = None, language: str | None = None, engine: str | None = None
     ) -> Audio:
-        import time
-
         from tamesu.audio.voices import resolve_voice
         from tamesu.engine_cpu import charging
 
         name = engine or resolve_voice(voice, language).engine
-        started = time.monotonic()
         try:
             with charging(self.cpu):
                 return await self.pool.synthesize(text, voice=voice, language=language, engine=engine)
         finally:
             self.tts_characters[name] = self.tts_characters.get(name, 0) + len(text)
-            self._waited(name, time.monotonic() - started)
 
     async def transcribe(
         self, audio: Audio, *, language: str | None = None, engine: str | None = None
     ) -> Transcription:
-        import time
-
         from tamesu.audio.engines import DEFAULT_STT
         from tamesu.engine_cpu import charging
 
         name = engine or DEFAULT_STT
-        started = time.monotonic()
         try:
             with charging(self.cpu):
                 return await self.pool.transcribe(audio, language=language, engine=engine)
         finally:
             seconds = len(audio.samples) / audio.sample_rate if audio.sample_rate else 0.0
             self.stt_seconds[name] = self.stt_seconds.get(name, 0.0) + seconds
-            self._waited(name, time.monotonic() - started)
-
-    def _waited(self, name: str, seconds: float) -> None:
-        self.engine_seconds[name] = self.engine_seconds.get(name, 0.0) + seconds
 
     def stats(self) -> dict[str, Any]:
         return self.pool.stats()
 
     @property
     def used(self) -> bool:
-        return bool(self.engine_seconds)
+        """Whether the run asked any engine for anything (an entry is made per engine asked)."""
+        return bool(self.tts_characters or self.stt_seconds)

@@ -31,7 +31,6 @@ def test_without_prices_a_run_costs_its_model_calls_only() -> None:
 def test_hosted_speech_without_a_price_is_marked_not_guessed() -> None:
     speech = MeteredSpeech(pool=None)  # type: ignore[arg-type]
     speech.tts_characters, speech.stt_seconds = {"openai": 2000}, {"openai": 120.0}
-    speech.engine_seconds = {"openai": 3.0}
     priced = run_costs(
         {}, prices=Prices(tts_million_characters={"openai": 15}, stt_minute={"openai": 0.006}),
         target_name="a", target_type="voice", speech=speech,
@@ -45,7 +44,6 @@ def test_hosted_speech_without_a_price_is_marked_not_guessed() -> None:
 def test_local_engines_cost_their_cpu_seconds_never_a_price_per_minute() -> None:
     speech = MeteredSpeech(pool=None)  # type: ignore[arg-type]
     speech.tts_characters, speech.stt_seconds = {"piper": 500}, {"whisper-base": 120.0, "whisper": 30.0}
-    speech.engine_seconds = {"piper": 9.0, "whisper-base": 40.0, "whisper": 5.0}  # waited, queue included
     speech.cpu.add("piper", 0.5)
     speech.cpu.add("whisper-base", 2.0)
     speech.cpu.add("whisper", 0.25)

@@ -92,7 +92,6 @@ class RunDirectory:
     summary: dict[str, Any] | None
     attempts: list[RunResult]
     load_report: dict[str, Any] | None = None
-    _reader: TranscriptReader | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def open(cls, path: str | Path) -> RunDirectory:
@@ -161,17 +160,17 @@ class RunDirectory:
             )
         return rows
 
+    @cached_property
+    def _reader(self) -> TranscriptReader:
+        return TranscriptReader(self.dir)
+
     def transcript(self, result: RunResult) -> Transcript | None:
         """The run's transcript, or None when it has none or it is missing, unreadable or too big."""
-        if self._reader is None:
-            self._reader = TranscriptReader(self.dir)
         return self._reader.read(result)
 
     def inside(self, relative: str) -> Path | None:
         """A path named by a run's files, only when it stays inside the run directory."""
-        base = self.dir.resolve()
-        path = (base / relative).resolve()
-        return path if path.is_relative_to(base) else None
+        return self._reader.inside(relative)
 
     def find(self, run_id: str) -> list[RunResult]:
         """Runs named ``run_id``: exactly, else by test id, else those containing it."""

@@ -385,7 +385,7 @@ class TranscriptReader:
         span = result.transcript_span
         try:
             if span is None:
-                path = self._inside(result.transcript_file)
+                path = self.inside(result.transcript_file)
                 if path is None or path.stat().st_size > MAX_TRANSCRIPT_BYTES:
                     return None
                 transcript = Transcript.from_json(path.read_bytes())
@@ -401,13 +401,14 @@ class TranscriptReader:
             return None
         return transcript if transcript.run_id == result.run_id else None
 
-    def _inside(self, relative: str) -> Path | None:
+    def inside(self, relative: str) -> Path | None:
+        """``relative`` in the run directory, only when it stays inside it."""
         path = (self.base / relative).resolve()
         return path if path.is_relative_to(self.base) else None
 
     def _log(self, relative: str) -> int | None:
         if relative not in self._logs:
-            path = self._inside(relative)
+            path = self.inside(relative)
             try:
                 self._logs[relative] = os.open(path, os.O_RDONLY) if path is not None else None
             except OSError:
