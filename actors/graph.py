@@ -284,6 +284,7 @@ class RunGraph:
             clock=self.clock,
             max_turns=max_turns,
             agent_speaks_first=self.adapter.agent_speaks_first,
+            hears_unprompted=lambda: self.adapter is not None and self.adapter.hears_unprompted,
             counterpart=counterpart,
             **self._opts,
         )

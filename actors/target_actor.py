@@ -1,7 +1,7 @@
 """The target actor: drives one adapter, one user turn at a time, and times the agent's answers.
 
 The adapter does the talking (it is given to the actor; the actor opens nothing itself). The
-actor passes each user turn on to the recorder, then every message of the agent's answer, and
+actor passes each user turn on to the recorder (a ``Listen`` is a turn the user says nothing in), then every message of the agent's answer, and
 fills the timings an adapter left out: sent (just before the turn), first byte (the first message
 of the answer) and end (the ``AgentTurn``). Every message it passes on is storable: a lone
 surrogate an adapter let through (a JSON escape such as ``\\ud800``) is kept as its escape, so
@@ -19,6 +19,7 @@ from tamesu.kernel.messages import (
     AgentTurn,
     AudioBatch,
     AudioFrame,
+    Listen,
     Message,
     MetricMsg,
     SessionStart,
@@ -68,6 +69,8 @@ class TargetActor(Actor):
     async def handle(self, msg: Message) -> None:
         if isinstance(msg, UserTurn):
             await self._turn(msg)
+        elif isinstance(msg, Listen):
+            await self._turn(None)
         else:
             await self.send(msg)
 

@@ -101,6 +101,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self._virtual.now
 
+    def stall(self, seconds: float) -> None:
+        """The process stops for ``seconds`` (a pause of the whole interpreter): called from a task,
+        the clock jumps while nothing else runs, and every socket's bytes wait meanwhile."""
+        self._virtual.now += seconds
+
     def run_in_executor(self, executor: Any, func: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         future = super().run_in_executor(executor, func, *args)
         self._virtual.threads += 1

@@ -33,6 +33,7 @@ __all__ = [
     "Event",
     "Handoff",
     "Interrupt",
+    "Listen",
     "MarksPlayed",
     "Message",
     "MetricMsg",
@@ -111,6 +112,11 @@ class UserTurn(_Msg, tag="user_turn", frozen=True):
     whisper); the background noise stays where normal speech puts it."""
     audio: AudioClip | None = None
     """On a call: the recorded speech to send as this turn (a replayed call); ``text`` is its transcript."""
+
+
+class Listen(_Msg, tag="listen", frozen=True):
+    """The user says nothing and hears the agent's next turn out: a ``wait_for`` not met yet on a
+    call, where the agent goes on talking (a menu read out in parts)."""
 
 
 class ToolCall(_Msg, tag="tool_call", frozen=True):
@@ -276,6 +282,7 @@ Message = (
     | Interrupt
     | ErrorMsg
     | UserTurn
+    | Listen
     | ToolCall
     | ToolResult
     | Handoff

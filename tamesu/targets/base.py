@@ -124,6 +124,12 @@ class TargetAdapter(ABC):
         self.config = config
         self.ctx = ctx
 
+    @property
+    def hears_unprompted(self) -> bool:
+        """Whether ``turn(None)`` may be asked at any point of the session, to hear the agent go on
+        without the user saying anything: a call, where the agent talks on its own time."""
+        return False
+
     async def start(self) -> None:  # noqa: B027  (optional hook)
         """Connect and open the session; the default needs nothing."""
 

@@ -28,9 +28,10 @@ class ScriptedUser:
     """Plays ``scenario.script`` step by step; no model, fully deterministic.
 
     ``say`` / ``data`` / ``files`` / ``dtmf`` send a user turn (text rendered with the scope and the
-    values captured so far); ``wait_for`` sends nothing until an agent turn since the user last
-    spoke says its text, as ``tamesu.spoken.says`` compares heard words (case, accents, punctuation
-    and the way numbers are written aside, in the run's ``language``). The user stops when the script is done, after ``max_turns``
+    values captured so far); ``wait_for`` sends nothing until the agent, since the user last spoke,
+    has said its text (over one turn or several: a menu read out with pauses), as
+    ``tamesu.spoken.says`` compares heard words (case, accents, punctuation and the way numbers
+    are written aside, in the run's ``language``); until then the user is ``waiting``. The user stops when the script is done, after ``max_turns``
     turns, or when the agent ended the session.
     """
 
@@ -101,10 +102,10 @@ class ScriptedUser:
                 start = i + 1
                 break
         wanted = render_text(text, self._scope(transcript))
-        for i in range(start, len(turns)):
-            if turns[i].role == "agent" and says(turns[i].text, wanted, language=self.language):
-                self._seen = i + 1
-                return True
+        heard = " ".join(t.text for t in turns[start:] if t.role == "agent")
+        if says(heard, wanted, language=self.language):
+            self._seen = len(turns)
+            return True
         return False
 
     def _scope(self, transcript: Transcript) -> Scope:

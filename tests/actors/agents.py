@@ -63,6 +63,31 @@ class GreeterAdapter(EchoAdapter):
             yield msg
 
 
+class MenuAdapter(EchoAdapter):
+    """A phone menu read out in parts: each ``turn(None)`` hears the next part (the last ones are
+    silence, an empty turn); a user turn is echoed."""
+
+    agent_speaks_first: ClassVar[bool] = True
+    PARTS = ("Welcome to the shop. For billing,", "press 2. For sales, press 3.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.heard = 0
+
+    @property
+    def hears_unprompted(self) -> bool:
+        return True
+
+    async def turn(self, user: UserTurn | None) -> AsyncIterator[Message]:
+        if user is None:
+            part = self.PARTS[self.heard] if self.heard < len(self.PARTS) else ""
+            self.heard += 1
+            yield AgentTurn(text=part)
+            return
+        async for msg in super().turn(user):
+            yield msg
+
+
 class SpeechProbe(TargetAdapter):
     """Names the speech pool its run handed it (what an audio target would speak and listen with),
     under the run's metered view of it."""
@@ -149,6 +174,7 @@ def register() -> None:
     for name, adapter in (
         ("test-echo", EchoAdapter),
         ("test-greeter", GreeterAdapter),
+        ("test-menu", MenuAdapter),
         ("test-failing", FailingAdapter),
         ("test-buggy", BuggyAdapter),
         ("test-speech", SpeechProbe),
@@ -169,6 +195,7 @@ def make_spec(
     *,
     type: str = "test-echo",
     say: Sequence[str] = ("hello",),
+    script: Sequence[dict[str, Any]] | None = None,
     max_turns: int | None = None,
     capture: Sequence[dict[str, str]] = (),
     checks: Sequence[tuple[str, Any]] = (),
@@ -178,7 +205,8 @@ def make_spec(
     handoff: dict[str, str] | None = None,
     run_id: str = "greeting#1",
 ) -> RunSpec:
-    """A RunSpec of one test against a test adapter; ``checks`` are (report name, assertion)."""
+    """A RunSpec of one test against a test adapter; ``checks`` are (report name, assertion);
+    ``script`` (steps) instead of ``say`` for other steps than say."""
     from tamesu.config.common import RESTSession
     from tamesu.config.target_base import HandoffSignal
 
@@ -191,7 +219,10 @@ def make_spec(
         name="greeting",
         target="agent",
         scenario=Scenario.model_validate(
-            {"script": [{"say": s} for s in say], **({"max_turns": max_turns} if max_turns else {})}
+            {
+                "script": list(script) if script is not None else [{"say": s} for s in say],
+                **({"max_turns": max_turns} if max_turns else {}),
+            }
         ),
         capture=[Capture(**c) for c in capture],
     )

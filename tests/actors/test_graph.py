@@ -76,6 +76,39 @@ async def test_a_scripted_user_talks_until_the_script_is_done(services: RunServi
     assert t.metrics
 
 
+async def test_a_wait_for_listens_while_the_agent_reads_its_menu_out_in_parts(services: RunServices) -> None:
+    """The wanted words straddle two agent turns: the user hears the agent out without speaking
+    (no user turn) until they are said, then goes on with the script."""
+    spec = make_spec(type="test-menu", script=[{"wait_for": "for billing press 2"}, {"say": "two"}])
+    out = await run_graph(spec, services)
+    assert out.error is None
+    assert texts(out) == [
+        ("agent", "Welcome to the shop. For billing,"),
+        ("agent", "press 2. For sales, press 3."),
+        ("user", "two"),
+        ("agent", "You said: two"),
+    ]
+    assert out.transcript.end_reason == "done"
+
+
+async def test_a_wait_for_the_agent_never_says_ends_when_the_agent_falls_silent(
+    services: RunServices,
+) -> None:
+    spec = make_spec(type="test-menu", script=[{"wait_for": "press 9"}, {"say": "nine"}])
+    out = await run_graph(spec, services)
+    assert out.error is None
+    assert [role for role, _ in texts(out)] == ["agent", "agent", "agent"]
+    assert texts(out)[-1] == ("agent", "")
+    assert out.transcript.end_reason == "wait_for_unmet"
+
+
+async def test_a_wait_for_on_a_target_that_cannot_listen_ends_at_once(services: RunServices) -> None:
+    spec = make_spec(type="test-greeter", script=[{"wait_for": "press 2"}, {"say": "two"}])
+    out = await run_graph(spec, services)
+    assert texts(out) == [("agent", "Welcome to the shop")]
+    assert out.transcript.end_reason == "wait_for_unmet"
+
+
 async def test_a_finished_run_is_freed_without_the_cycle_collector(services: RunServices) -> None:
     import gc
     import weakref

@@ -21,6 +21,7 @@ SAMPLES: list[m.Message] = [
         source="simulator",
         reasoning="asks first",
     ),
+    m.Listen(at=2.5),
     m.ToolCall(name="lookup", args={"q": [1, 2]}, id="c1"),
     m.ToolResult(name="lookup", result={"ok": True}, id="c1"),
     m.Handoff(to="billing", summary="double charge"),

@@ -36,7 +36,7 @@ tests:
         - say: "Can you give me my code number please?"
         - say: "Thank you, bye."
     assert:
-      - {{ contains: "shoe shop", on_turn: 1 }}
+      - contains: "shoe shop"
       - contains: "30 days"
       - dtmf_received: {{ equals: "42#" }}
       - call_ended_by: [agent]
@@ -92,7 +92,9 @@ def test_a_scripted_caller_phones_the_agent_over_sip(tmp_path: Path, agent: str)
     [transcript] = stored_transcripts(run_dir)
     turns = [(t["role"], t["text"]) for t in transcript["turns"]]
     agent_turns = [text for role, text in turns if role == "agent"]
-    assert wer(GREETING, agent_turns[0]) <= 0.3, agent_turns[0]  # our Whisper of its Piper, a margin kept
+    first_user = next(i for i, (role, _) in enumerate(turns) if role == "user")
+    greeting = " ".join(text for _, text in turns[:first_user])  # one turn, or more after a long breath
+    assert wer(GREETING, greeting) <= 0.3, greeting  # our Whisper of its Piper, a margin kept
     assert any(says(text, "you can return shoes within 30 days") for text in agent_turns)  # the wait_for
     assert agent_turns[-1].strip(), turns  # it said something before it hung up
     assert transcript["dtmf_received"] == "42#"

@@ -121,6 +121,9 @@ class AgentScript:
     """twilio: send ``clear`` this long after the marked audio."""
     silent: bool = False
     """Never say anything."""
+    gap: tuple[float, float] | None = None
+    """(at, seconds): a pause this long, this far into each thing the agent says (a breath between
+    two sentences, shorter than the caller's ``idle``)."""
     json_frames: bool = False
     """voice protocol: send audio as ``{audio_event: {audio_base_64}}`` JSON messages."""
     lines: tuple[str, ...] = ("Hello, this is the loopback agent.", "Returns are accepted within 30 days.")
@@ -316,6 +319,9 @@ class _Call:
 
             voice, language = self.script.speaks
             audio = np.asarray((await render_speech(text, self.rate, voice=voice, language=language)).samples)
+        if self.script.gap is not None:
+            at, seconds = (int(x * self.rate) for x in self.script.gap)
+            audio = np.concatenate([audio[:at], np.zeros(seconds, np.int16), audio[at:]])
         if tones:
             gap = np.zeros(int(0.2 * self.rate), np.int16)
             audio = np.concatenate([audio, gap, dtmf_tones(tones, self.rate, tone_ms=100, gap_ms=100)])

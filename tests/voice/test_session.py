@@ -137,6 +137,34 @@ async def test_transcript_source_agent_stt_and_auto(calls: Calls) -> None:
     assert turn_of(auto).text.startswith("heard ")
 
 
+@pytest.mark.parametrize("stall", [0.8, 1.5])
+async def test_a_stalled_process_does_not_end_the_agents_turn_in_its_pause(
+    calls: Calls, stall: float
+) -> None:
+    """The process stops (a long collection, a loaded machine) while the agent is in a breath
+    between two sentences: the agent's audio waits in the socket meanwhile, so the stall is not
+    the agent's silence, and the whole greeting is heard (below a second the frames are caught
+    up, above it the pump starts afresh)."""
+    agent, url = await calls.agent(AgentScript(greeting=3.0, gap=(1.0, 0.45)))
+    phone = await calls.target(voice_config(url, transcript_source="stt"))
+    loop = asyncio.get_running_loop()
+
+    async def stall_in_the_pause() -> None:
+        while not agent.logs:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(1.4)
+        loop.stall(stall)  # type: ignore[attr-defined]
+
+    stalling = asyncio.ensure_future(stall_in_the_pause())
+    greeting = turn_of(await collect(phone))
+    await stalling
+    heard = float(greeting.text.split()[1])
+    assert heard >= 3.45, greeting.text
+    assert greeting.end_at is not None and greeting.end_at >= 3.45
+    agent_spans = [a for a in greeting.audio if a.channel == "agent"]
+    assert sum(a.end - a.start for a in agent_spans) >= 2.9, agent_spans
+
+
 async def test_the_recording_holds_both_sides_where_they_spoke(calls: Calls) -> None:
     _, url = await calls.agent(AgentScript(greeting=0.5, delay=0.3, reply=0.8))
     phone = await calls.target(voice_config(url, transcript_source="agent"))

@@ -87,6 +87,10 @@ class LivekitAdapter(TargetAdapter):
         """The room's dispatches as the server keeps them (with api_key and api_secret)."""
         self._relay: asyncio.Future[None] | None = None
 
+    @property
+    def hears_unprompted(self) -> bool:
+        return self.session is not None
+
     async def start(self) -> None:
         from tamesu.extras import missing_modules
 

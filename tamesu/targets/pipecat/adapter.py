@@ -121,6 +121,10 @@ class PipecatAdapter(TargetAdapter):
         return self.mode == "audio"
 
     @property
+    def hears_unprompted(self) -> bool:
+        return self.call is not None
+
+    @property
     def answered(self) -> set[str]:
         """Function names tamesu answers (the rest are the bot's own)."""
         return set(self.tool_results) | set(self.fuzzer.specs)

@@ -71,6 +71,10 @@ class SipAdapter(TargetAdapter):
 
     agent_speaks_first = True
 
+    @property
+    def hears_unprompted(self) -> bool:
+        return True
+
     def __init__(self, config: SipTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.ua: UserAgent | None = None

@@ -50,6 +50,10 @@ class TwilioAdapter(TargetAdapter):
 
     agent_speaks_first = True
 
+    @property
+    def hears_unprompted(self) -> bool:
+        return True
+
     def __init__(self, config: TwilioTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         self.policy = ConnectPolicy.from_config(config.connect)

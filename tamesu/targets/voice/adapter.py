@@ -61,6 +61,10 @@ class VoiceAdapter(TargetAdapter):
 
     agent_speaks_first = True
 
+    @property
+    def hears_unprompted(self) -> bool:
+        return True
+
     def __init__(self, config: VoiceTarget, ctx: TargetContext) -> None:
         super().__init__(config, ctx)
         from tamesu.audio.codec import normalise_encoding
