@@ -21,9 +21,13 @@ from tamesu.errors import TargetError
 from tamesu.kernel.events import VoiceTurn
 from tamesu.kernel.messages import AgentTurn, Event, Interrupt, ToolCall, ToolResult, UserTurn
 from tamesu.testing.livekit_server import LivekitServer
+from tamesu.voice.voice_metrics import wer
 
 from ..voice.peers import Calls, calls, collect, metrics_of, spec_with
 from .livekit_worker import agent_worker, keys, room, server
+
+GREETING = "Hello, this is the returns desk. How can I help?"
+"""What the example worker says first (examples/livekit_agent/agent.py)."""
 
 __all__ = ["calls", "server"]
 
@@ -132,7 +136,12 @@ async def test_audio_mode_the_workers_piper_and_whisper_talk_with_the_callers(
             stt_engine="whisper",
         )
         greeting = (await collect(target, None))[-1]
-        assert isinstance(greeting, AgentTurn) and "returns desk" in greeting.text.lower(), worker.output()
+        assert isinstance(greeting, AgentTurn), worker.output()
+        # stt: our Whisper of its Piper, one word off allowed ("return desk" was heard once)
+        assert wer(GREETING, greeting.text) <= (0 if source == "agent" else 0.2), (
+            greeting.text,
+            worker.output(),
+        )
         assert greeting.first_audio_at is not None, "the agent's track played"
         looked_up = await collect(target, UserTurn(text="My order number is 1001."))
         answer = looked_up[-1]
