@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 
 import pytest
@@ -10,6 +11,10 @@ import pytest
 from .virtual_time import VirtualTimeLoop
 
 MARKERS = {"unit", "integration", "ray", "slow"}
+
+# A local Ray head started by a fixture on a 2-core machine that is busy with other tests can take more
+# than Ray's default 30 s to write its GCS port; tamesu gives its own local heads the same margin.
+os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -65,6 +66,9 @@ __all__ = ["RayPlacement", "RaySpeechClient", "RaySpeechPool", "RunWorker"]
 
 CANCEL_GRACE = 10.0
 """Seconds a cancelled run's worker gets to hand back the partial outcome."""
+
+LOCAL_HEAD_WAIT_S = 120
+"""Seconds a local head started by tamesu gets to come up (Ray's own default is 30), unless the user set it."""
 
 _WORKER_GONE: tuple[type[BaseException], ...] = (
     ray.exceptions.RayActorError,
@@ -135,6 +139,9 @@ class RayPlacement:
                 init["runtime_env"] = {"working_dir": str(working_dir)}
             if address is None and num_cpus is not None:
                 init["num_cpus"] = num_cpus
+            if address is None:
+                # A head started here on a busy CI machine may need more than Ray's 30 s to come up.
+                os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(LOCAL_HEAD_WAIT_S))
             ray.init(**init)
             self._started_ray = True
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
