@@ -16,7 +16,11 @@ Measured on this machine with the engines as tamesu builds them (Piper joe, Whis
 - Whisper: real-time factor with beam 1 and beam 5 on Piper's speech at 16 kHz, and the WER;
 - concurrent transcriptions with 1 worker x 2 threads and 2 workers x 1 thread, one clip per
   request and packed (``transcribe_many``: short clips share Whisper's 30-second windows);
-- resident memory each engine adds when its model loads.
+- resident memory each engine adds when its model loads;
+- the same engines standalone (``piper.PiperVoice`` and ``faster_whisper.WhisperModel`` called
+  directly, with the same model, threads and decoding options) on the same texts and clips, and the
+  ratio of tamesu's audio seconds per CPU-second to theirs (``inside_vs_standalone``: 1.0 means
+  tamesu's engine wrappers cost nothing beside the engines' own work; above 1.0, packing wins).
 
 CPU time (``time.process_time``, every thread of the process) is measured beside wall time, so
 "seconds of audio per CPU-second" holds even when other work shares the cores. The capacity
@@ -188,6 +192,102 @@ async def bench_whisper(clips: list[Any], reps: int, cores: int) -> dict[str, An
     return out
 
 
+def standalone_engines(threads: int) -> tuple[Callable[[str], Any], Callable[[Any], str], int]:
+    """Piper and Whisper called directly, as a program without tamesu would: the same model files,
+    threads and decoding options as tamesu's engines. Returns speak(text) -> float samples at the
+    voice's rate, hear(16 kHz float samples) -> text, and that rate."""
+    import numpy as np
+    import onnxruntime
+    from faster_whisper import WhisperModel
+    from piper import PiperVoice
+    from piper.config import PiperConfig, SynthesisConfig
+
+    from tamesu.audio.stt.whisper import WhisperSTT
+    from tamesu.audio.tts.piper import PiperTTS
+
+    tts = PiperTTS(threads=1, workers=1)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = 1, 1
+    session = onnxruntime.InferenceSession(
+        str(tts.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    voice = PiperVoice(session=session, config=PiperConfig.from_dict(json.loads(tts.config_path.read_text())))
+    syn = SynthesisConfig()
+
+    def speak(text: str) -> Any:
+        return np.concatenate([c.audio_float_array for c in voice.synthesize(text, syn_config=syn)])
+
+    stt = WhisperSTT(beam_size=1, workers=1, cpu_threads=threads)
+    found = stt.shipped.load_files() if stt.shipped is not None else None
+    model = WhisperModel(
+        str(found.path if found is not None else stt.model_path),
+        device="cpu",
+        compute_type="int8",
+        cpu_threads=threads,
+        num_workers=1,
+        local_files_only=True,
+        files=found.files if found is not None else None,
+    )
+
+    def hear(samples: Any) -> str:
+        segments, _ = model.transcribe(
+            samples,
+            language="en",
+            beam_size=stt.beam_size,
+            temperature=stt.temperature,
+            vad_filter=False,
+            word_timestamps=stt.word_timestamps,
+            condition_on_previous_text=False,
+            initial_prompt=stt.initial_prompt,
+        )
+        return " ".join(s.text.strip() for s in segments)
+
+    return speak, hear, int(voice.config.sample_rate)
+
+
+def measured(fn: Callable[[Any], T], items: list[Any]) -> tuple[list[T], float, float]:
+    """``fn`` over ``items`` one after another (after one warm-up call): results, wall and CPU seconds."""
+    fn(items[0])
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = [fn(x) for x in items]
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def bench_standalone(clips: list[Any], reps: int, cores: int) -> dict[str, Any]:
+    """The standalone engines on the corpus texts and the 16 kHz clips tamesu's engines had."""
+    speak, hear, rate = standalone_engines(cores)
+    texts = list(CORPUS) * reps
+    spoken, wall, cpu = measured(speak, texts)
+    piper = rates(sum(len(a) for a in spoken) / rate, wall, cpu, utterances=len(texts))
+    audio = [c.resample(16000).to_float() for c in clips] * reps
+    heard, wall, cpu = measured(hear, audio)
+    whisper = rates(
+        sum(len(a) for a in audio) / 16000,
+        wall,
+        cpu,
+        utterances=len(audio),
+        wer=round(wer(" ".join(CORPUS), " ".join(heard[: len(clips)])), 4),
+        threads=cores,
+    )
+    return {"piper_1_thread": piper, "whisper_beam_1": whisper}
+
+
+def inside_vs_standalone(
+    piper: dict[str, Any], whisper: dict[str, Any], alone: dict[str, Any]
+) -> dict[str, Any]:
+    """Audio seconds per CPU-second through tamesu's engines over the same figure standalone."""
+    tts = alone["piper_1_thread"]["audio_s_per_cpu_s"]
+    stt = alone["whisper_beam_1"]["audio_s_per_cpu_s"]
+    packed = max(
+        whisper["packed_1_workers"]["audio_s_per_cpu_s"], whisper["packed_2_workers"]["audio_s_per_cpu_s"]
+    )
+    return {
+        "piper": round(piper["sequential_1_worker_1_thread"]["audio_s_per_cpu_s"] / tts, 3),
+        "whisper_one_clip_a_request": round(whisper["beam_1"]["audio_s_per_cpu_s"] / stt, 3),
+        "whisper_packed": round(packed / stt, 3),
+    }
+
+
 def capacity(piper: dict[str, Any], whisper: dict[str, Any], cores: int) -> dict[str, Any]:
     """Calls the cores carry when TTS renders every caller line and STT transcribes every agent line."""
     tts_cpu = 1 / piper["sequential_1_worker_1_thread"]["audio_s_per_cpu_s"]
@@ -223,6 +323,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     print(f"piper   {json.dumps(piper)}", flush=True)
     whisper = await bench_whisper(clips, reps, cores)
     print(f"whisper {json.dumps(whisper)}", flush=True)
+    alone = bench_standalone(clips, reps, cores)
+    print(f"alone   {json.dumps(alone)}", flush=True)
+    ratio = inside_vs_standalone(piper, whisper, alone)
+    print(f"ratio   {json.dumps(ratio)}", flush=True)
     cap = capacity(piper, whisper, cores)
     print(f"calls   {json.dumps(cap)}", flush=True)
     return {
@@ -236,6 +340,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         },
         "piper": piper,
         "whisper": whisper,
+        "standalone": alone,
+        "inside_vs_standalone": ratio,
         "capacity": cap,
     }
 

@@ -8,6 +8,11 @@ CPU time (user + system), which a busy machine disturbs far less than wall time;
 times is kept beside them. ``phases_cpu_s_median`` splits validate's work into its phases (each
 measured in a process of its own that does them in order), to show where the time goes.
 
+Where valgrind is installed, ``instructions`` counts the instructions (callgrind) each command
+executes, once each: a figure the machine's load does not move. It adds the floor no pydantic
+program gets under: Python's start-up, and ``import pydantic, yaml`` followed by one model class
+validating one value (``import pydantic`` alone defers pydantic's machinery to the first model).
+
     python benchmarks/validate_startup.py [--runs 15] [--tests 50]
 
 Writes benchmarks/results/validate_startup.json.
@@ -129,6 +134,38 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, flo
     return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+_FIRST_MODEL = """\
+import pydantic, yaml
+from pydantic import BaseModel
+class First(BaseModel):
+    a: int = 1
+First(a=2)
+"""
+
+
+def instructions(cmds: dict[str, list[str]], env: dict[str, str], cwd: Path) -> dict[str, int] | None:
+    """Instructions each command executes under callgrind; None without valgrind."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return None
+    out: dict[str, int] = {}
+    for name, cmd in cmds.items():
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+        )
+        found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+        if proc.returncode != 0 or found is None:
+            raise SystemExit(f"callgrind of {name} failed:\n{proc.stderr[-2000:]}")
+        out[name] = int(found.group(1).replace(",", ""))
+    return out
+
+
 def medians(
     cmds: dict[str, list[str]], runs: int, env: dict[str, str], cwd: Path
 ) -> dict[str, tuple[float, float]]:
@@ -168,6 +205,15 @@ def main() -> int:
         medians(cmds, 2, env, folder)  # warm the bytecode caches
         figures = medians(cmds, args.runs, env, folder)
         phases = breakdown(suite, args.runs, env, folder)
+        counted = instructions(
+            {
+                **cmds,
+                "python start-up": [sys.executable, "-c", "pass"],
+                "import pydantic, yaml and a first model": [sys.executable, "-c", _FIRST_MODEL],
+            },
+            env,
+            folder,
+        )
     (t_validate, cpu_validate), (t_baseline, cpu_baseline) = figures["validate"], figures["baseline"]
     result = {
         "benchmark": "validate_startup",
@@ -182,6 +228,8 @@ def main() -> int:
         "import_pydantic_yaml_s": round(t_baseline, 4),
         "ratio": round(t_validate / t_baseline, 3),
         "phases_cpu_s_median": phases,
+        "instructions": counted,
+        "instruction_ratio": round(counted["validate"] / counted["baseline"], 3) if counted else None,
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}",
     }
@@ -194,6 +242,8 @@ def main() -> int:
     )
     for name, seconds in phases.items():
         print(f"  {seconds * 1000:6.1f} ms  {name}")
+    for name, count in (counted or {}).items():
+        print(f"  {count / 1e6:8.1f} M instructions  {name}")
     return 0
 
 

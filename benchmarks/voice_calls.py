@@ -10,7 +10,10 @@ ends the turn. Nothing crosses a socket: the figure is tamesu's own cost per cal
 - ``passthrough``: pre-rendered caller audio (every call says the same lines, synthesised once),
   the agent's words from its own transcript, so no TTS or STT runs during the calls.
 - ``speech``: every caller line is different, so Piper synthesises each one during the call, and
-  every agent turn is transcribed by Whisper (``transcript_source: stt``).
+  every agent turn is transcribed by Whisper (``transcript_source: stt``). With ``--engines
+  thread`` each row's ``engine_work`` replays the very texts and clips of the run on Piper and
+  Whisper called directly and divides their CPU by the process's: how much of a voice call's CPU is
+  the engines' own work (the rest is tamesu's call machinery and the in-process agent).
 
 A load sustains real time when frames are never late by more than one frame (20 ms) at the 99th
 percentile of the pump's ticks over the steady part of the run. On a machine shared with other
@@ -33,6 +36,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import gc  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import random  # noqa: E402
@@ -58,6 +62,9 @@ LOUD = bytes(int(abs(int(v)) > 100) for v in ulaw_decode(bytes(range(256))))
 """mu-law code -> 1 when its sample is above -40 dBFS: the agent's energy detector (above -50 dBFS), one translate a frame."""
 QUIET_FRAMES = 40
 """Silence (800 ms) after which the agent takes the caller to be done (Piper leaves pauses mid-sentence)."""
+CALL_NUMBERS = itertools.count()
+"""Each call of the process gets its own number, so no caller line of a later load (or repeat) is
+already in the process's synthesis cache: in speech mode every line is synthesised."""
 CALLER_LINES = (
     "Hi, I bought some running shoes last month and they do not fit.",
     "It was about forty days ago. Can I still send them back?",
@@ -201,8 +208,8 @@ async def run_load(n: int, mode: str, args: argparse.Namespace) -> dict[str, Any
     peak = baseline
     wall0, cpu0 = time.monotonic(), time.process_time()
     tasks = []
-    for i in range(n):
-        tasks.append(asyncio.create_task(_call(i, mode, reply, args, out, pool)))
+    for _ in range(n):
+        tasks.append(asyncio.create_task(_call(next(CALL_NUMBERS), mode, reply, args, out, pool)))
         await asyncio.sleep(args.ramp / n)
     await asyncio.sleep(1.0)
     if args.gc_freeze:
@@ -253,7 +260,35 @@ async def run_load(n: int, mode: str, args: argparse.Namespace) -> dict[str, Any
     if mode == "speech":
         ends = out["turn_end_to_text_s"]
         result["turn_s_mean"] = round(float(np.mean(ends)), 2) if ends else None
+    if isinstance(pool, ThreadEngines):
+        result["engine_work"] = engine_work(pool, args.stt_threads, time.process_time() - cpu0)
     return result
+
+
+def engine_work(pool: ThreadEngines, threads: int, cpu_s: float) -> dict[str, Any]:
+    """The same texts and clips the calls synthesised and transcribed, replayed on Piper and
+    Whisper called directly (``speech_engines``' standalone engines): their CPU over the CPU the
+    whole process spent on the calls. 1.0 would mean tamesu's call machinery costs nothing."""
+    from speech_engines import measured, standalone_engines
+
+    from tamesu.audio.tts.audio import Audio
+
+    speak, hear, _ = standalone_engines(threads)
+    _, _, tts_cpu = measured(speak, pool.texts)
+    clips = [Audio(np.asarray(c.samples), c.sample_rate).resample(16000).to_float() for c in pool.clips]
+    _, _, stt_cpu = measured(hear, clips)
+    engines_cpu = tts_cpu + stt_cpu
+    return {
+        "spoken_s": round(pool.spoken_s, 1),
+        "heard_s": round(pool.heard_s, 1),
+        "utterances": len(pool.texts),
+        "clips": len(pool.clips),
+        "standalone_tts_cpu_s": round(tts_cpu, 1),
+        "standalone_stt_cpu_s": round(stt_cpu, 1),
+        "standalone_cpu_s": round(engines_cpu, 1),
+        "process_cpu_s": round(cpu_s, 1),
+        "ratio": round(engines_cpu / cpu_s, 3) if cpu_s else None,
+    }
 
 
 class ThreadEngines:
@@ -264,6 +299,14 @@ class ThreadEngines:
 
         self.stt = get_stt(stt, cpu_threads=threads)
         self.local = LocalSpeechPool()
+        self.spoken_s = 0.0
+        """Seconds of caller speech synthesised so far."""
+        self.heard_s = 0.0
+        """Seconds of agent speech transcribed so far."""
+        self.texts: list[str] = []
+        """Every caller line synthesised, replayed on standalone Piper afterwards."""
+        self.clips: list[Any] = []
+        """Every agent clip transcribed, replayed on standalone Whisper afterwards."""
 
     async def warm(self) -> None:
         from tamesu.audio.engines import get_tts
@@ -271,10 +314,16 @@ class ThreadEngines:
         await asyncio.gather(get_tts().warm(), self.stt.warm())
 
     async def synthesize(self, text: str, **kw: Any) -> Any:
-        return await self.local.synthesize(text, **kw)
+        audio = await self.local.synthesize(text, **kw)
+        self.spoken_s += audio.duration
+        self.texts.append(text)
+        return audio
 
     async def transcribe(self, audio: Any, *, language: str | None = None, engine: str | None = None) -> Any:
-        return await self.stt.transcribe(audio, language=language)
+        result = await self.stt.transcribe(audio, language=language)
+        self.heard_s += audio.duration
+        self.clips.append(audio)
+        return result
 
     def stats(self) -> dict[str, Any]:
         return self.local.stats()
