@@ -11,7 +11,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from tamesu.actors.pools import Autoscaler  # noqa: E402
-from tamesu.runner.placement.ray import RaySpeechClient, RaySpeechPool  # noqa: E402
+from tamesu.runner.placement.ray import RaySpeechClient, RaySpeechPool, start_local_ray  # noqa: E402
 
 from . import engines  # noqa: E402
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.ray
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     ray.cloudpickle.register_pickle_by_value(sys.modules[engines.__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    start_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     yield
     ray.shutdown()
 

@@ -15,7 +15,7 @@ ray = pytest.importorskip("ray")
 from tamesu.actors.pools import Autoscaler  # noqa: E402
 from tamesu.config.loader import load_suite  # noqa: E402
 from tamesu.kernel.events import VoiceCall  # noqa: E402
-from tamesu.runner.placement.ray import RayPlacement  # noqa: E402
+from tamesu.runner.placement.ray import RayPlacement, start_local_ray  # noqa: E402
 from tamesu.runner.plan import plan  # noqa: E402
 
 from ..voice import peers  # noqa: E402
@@ -49,7 +49,7 @@ tests:
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     ray.cloudpickle.register_pickle_by_value(sys.modules[peers.__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    start_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     yield
     ray.shutdown()
 

@@ -13,7 +13,7 @@ ray = pytest.importorskip("ray")
 from tamesu.actors.services import RunServices  # noqa: E402
 from tamesu.kernel.outcome import GraphOutcome  # noqa: E402
 from tamesu.runner.placement.local import LocalPlacement  # noqa: E402
-from tamesu.runner.placement.ray import RayPlacement  # noqa: E402
+from tamesu.runner.placement.ray import RayPlacement, start_local_ray  # noqa: E402
 from tests.actors import agents  # noqa: E402
 from tests.actors.agents import Check, check, make_spec, register  # noqa: E402
 
@@ -26,7 +26,7 @@ register()
 def local_ray() -> Iterator[None]:
     """One local Ray for the module; the test adapters travel to workers by value (they are not installed)."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[agents.__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    start_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     yield
     ray.shutdown()
 

@@ -62,13 +62,40 @@ if TYPE_CHECKING:
     from tamesu.run_spec import RunSpec
     from tamesu.runner.grading import OutcomeSink
 
-__all__ = ["RayPlacement", "RaySpeechClient", "RaySpeechPool", "RunWorker"]
+__all__ = ["RayPlacement", "RaySpeechClient", "RaySpeechPool", "RunWorker", "start_local_ray"]
+
+log = logging.getLogger(__name__)
 
 CANCEL_GRACE = 10.0
 """Seconds a cancelled run's worker gets to hand back the partial outcome."""
 
 LOCAL_HEAD_WAIT_S = 120
 """Seconds a local head started by tamesu gets to come up (Ray's own default is 30), unless the user set it."""
+LOCAL_HEAD_TRIES = 2
+"""Starts of a local head before its failure stands: Ray's raylet has a fixed 30 s to register,
+which a busy machine can miss once."""
+
+
+def start_local_ray(**init: Any) -> None:
+    """``ray.init`` of a local head (no address), given time to come up and once more if it timed out.
+
+    Ray raises a plain ``Exception`` ("The current node timed out during startup") when its raylet
+    did not register within its fixed 30 s, and a ``TimeoutError`` when the GCS did not write its
+    port in time; both are worth one more try after ``ray.shutdown``. The half-started node's
+    processes are left to Ray's reaper, which ends them with this process. Any other error, or a
+    second timeout, is raised."""
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(LOCAL_HEAD_WAIT_S))
+    for attempt in range(1, LOCAL_HEAD_TRIES + 1):
+        try:
+            ray.init(**init)
+            return
+        except Exception as exc:
+            if attempt == LOCAL_HEAD_TRIES or "timed out" not in str(exc).lower():
+                raise
+            first_line = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            log.warning("the local Ray head did not come up (%s); starting it once more", first_line)
+            ray.shutdown()
+
 
 _WORKER_GONE: tuple[type[BaseException], ...] = (
     ray.exceptions.RayActorError,
@@ -140,9 +167,9 @@ class RayPlacement:
             if address is None and num_cpus is not None:
                 init["num_cpus"] = num_cpus
             if address is None:
-                # A head started here on a busy CI machine may need more than Ray's 30 s to come up.
-                os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(LOCAL_HEAD_WAIT_S))
-            ray.init(**init)
+                start_local_ray(**init)
+            else:
+                ray.init(**init)
             self._started_ray = True
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         count = num_workers or max(1, int(cpus))
