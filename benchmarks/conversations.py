@@ -103,10 +103,10 @@ def serve_agent() -> None:
     asyncio.run(main())
 
 
-def start_agent(script: str = __file__) -> tuple[subprocess.Popen[str], str]:
-    """``script --serve-agent`` in a process of its own, and the URL its first line names."""
+def start_agent(script: str = __file__, *options: str) -> tuple[subprocess.Popen[str], str]:
+    """``script --serve-agent [options]`` in a process of its own, and the URL its first line names."""
     proc = subprocess.Popen(
-        [sys.executable, script, "--serve-agent"], stdout=subprocess.PIPE, text=True, bufsize=1
+        [sys.executable, script, "--serve-agent", *options], stdout=subprocess.PIPE, text=True, bufsize=1
     )
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()

@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from array import array
@@ -41,6 +40,10 @@ from types import SimpleNamespace
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from conversations import start_agent  # noqa: E402
+
 RESULTS = HERE / "results" / "twilio_calls.json"
 
 AGENT_LINE = "Our policy is that returns are accepted within thirty days of delivery."
@@ -195,22 +198,6 @@ async def _later(delay: float, fn: Any, *args: Any) -> None:
 # -- the harness -----------------------------------------------------------------------------
 
 
-def start_agent(delay: float) -> tuple[subprocess.Popen[str], str]:
-    """This script's agent in a process of its own, and its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve-agent", "--delay", str(delay)],
-        stdout=subprocess.PIPE,
-        text=True,
-        bufsize=1,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise SystemExit(f"the benchmark agent did not start: {line!r}")
-    return proc, line.removeprefix("listening on ")
-
-
 async def agent_stats(url: str, *, reset: bool = False) -> dict[str, Any]:
     import websockets
 
@@ -321,7 +308,7 @@ async def target_load(n: int, url: str, args: argparse.Namespace) -> dict[str, A
 
 
 def one_load(n: int, args: argparse.Namespace) -> dict[str, Any]:
-    agent, url = start_agent(args.delay)
+    agent, url = start_agent(__file__, "--delay", str(args.delay))
     try:
         return asyncio.run(target_load(n, url, args))
     finally:
