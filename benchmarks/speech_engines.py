@@ -198,7 +198,6 @@ def standalone_engines(threads: int) -> tuple[Callable[[str], Any], Callable[[An
     voice's rate, hear(16 kHz float samples) -> text, and that rate."""
     import numpy as np
     import onnxruntime
-    from faster_whisper import WhisperModel
     from piper import PiperVoice
     from piper.config import PiperConfig, SynthesisConfig
 
@@ -218,16 +217,7 @@ def standalone_engines(threads: int) -> tuple[Callable[[str], Any], Callable[[An
         return np.concatenate([c.audio_float_array for c in voice.synthesize(text, syn_config=syn)])
 
     stt = WhisperSTT(beam_size=1, workers=1, cpu_threads=threads)
-    found = stt.shipped.load_files() if stt.shipped is not None else None
-    model = WhisperModel(
-        str(found.path if found is not None else stt.model_path),
-        device="cpu",
-        compute_type="int8",
-        cpu_threads=threads,
-        num_workers=1,
-        local_files_only=True,
-        files=found.files if found is not None else None,
-    )
+    model = stt._load()  # faster_whisper.WhisperModel, loaded from the same files with the same threads
 
     def hear(samples: Any) -> str:
         segments, _ = model.transcribe(

@@ -271,16 +271,14 @@ def engine_work(pool: ThreadEngines, threads: int, cpu_s: float) -> dict[str, An
     whole process spent on the calls. 1.0 would mean tamesu's call machinery costs nothing."""
     from speech_engines import measured, standalone_engines
 
-    from tamesu.audio.tts.audio import Audio
-
     speak, hear, _ = standalone_engines(threads)
     _, _, tts_cpu = measured(speak, pool.texts)
-    clips = [Audio(np.asarray(c.samples), c.sample_rate).resample(16000).to_float() for c in pool.clips]
+    clips = [c.resample(16000).to_float() for c in pool.clips]
     _, _, stt_cpu = measured(hear, clips)
     engines_cpu = tts_cpu + stt_cpu
     return {
         "spoken_s": round(pool.spoken_s, 1),
-        "heard_s": round(pool.heard_s, 1),
+        "heard_s": round(sum(c.duration for c in pool.clips), 1),
         "utterances": len(pool.texts),
         "clips": len(pool.clips),
         "standalone_tts_cpu_s": round(tts_cpu, 1),
@@ -301,8 +299,6 @@ class ThreadEngines:
         self.local = LocalSpeechPool()
         self.spoken_s = 0.0
         """Seconds of caller speech synthesised so far."""
-        self.heard_s = 0.0
-        """Seconds of agent speech transcribed so far."""
         self.texts: list[str] = []
         """Every caller line synthesised, replayed on standalone Piper afterwards."""
         self.clips: list[Any] = []
@@ -321,7 +317,6 @@ class ThreadEngines:
 
     async def transcribe(self, audio: Any, *, language: str | None = None, engine: str | None = None) -> Any:
         result = await self.stt.transcribe(audio, language=language)
-        self.heard_s += audio.duration
         self.clips.append(audio)
         return result
 

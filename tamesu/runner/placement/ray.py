@@ -92,8 +92,8 @@ def start_local_ray(**init: Any) -> None:
         except Exception as exc:
             if attempt == LOCAL_HEAD_TRIES or "timed out" not in str(exc).lower():
                 raise
-            first_line = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-            log.warning("the local Ray head did not come up (%s); starting it once more", first_line)
+            why = str(exc).strip().partition("\n")[0][:200] or type(exc).__name__
+            log.warning("the local Ray head did not come up (%s); starting it once more", why)
             ray.shutdown()
 
 
