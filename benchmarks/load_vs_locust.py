@@ -2,13 +2,16 @@
 
     python benchmarks/load_vs_locust.py --locust /path/to/venv/bin/locust   # 3 rounds of 20 s each
     python benchmarks/load_vs_locust.py --seconds 10 --rounds 5 --users 32
+    python benchmarks/load_vs_locust.py --processes 2                         # both across 2 processes
 
 Locust is not one of tamesu's dependencies (it pins gevent and Flask): install it in a virtual
 environment of its own (``python -m venv /tmp/locust && /tmp/locust/bin/pip install locust``) and
 name its ``locust`` here, or have it on PATH.
 
 The agent is ``benchmarks/conversations.py``'s loopback aiohttp server, in its own process. Each
-client is one process with ``--users`` calls in flight for ``--seconds``:
+client is one process with ``--users`` calls in flight for ``--seconds`` (with ``--processes N``,
+tamesu's driver and N worker processes, against Locust's ``--processes N``: N forked workers and
+their master):
 
 - ``tamesu load``: ``python -m tamesu load SUITE --duration S -j USERS --no-live -q
   --transcripts none``, the suite's one test a scripted three-turn call graded by ``contains``;
@@ -46,6 +49,7 @@ sys.path.insert(0, str(HERE))
 from conversations import SUITE, TURNS, start_agent  # noqa: E402
 
 RESULTS = HERE / "results" / "load_vs_locust.json"
+"""Where one process each writes; ``--processes N`` writes load_vs_locust-pN.json beside it."""
 
 LOCUSTFILE = f"""
 import itertools
@@ -82,13 +86,14 @@ def timed(
     return wall, cpu, proc
 
 
-def run_tamesu(url: str, seconds: float, users: int, folder: Path) -> dict[str, float]:
+def run_tamesu(url: str, seconds: float, users: int, folder: Path, processes: int = 1) -> dict[str, float]:
     suite = folder / "load.yaml"
     suite.write_text(SUITE.format(url=url, t1=TURNS[0], t2=TURNS[1], t3=TURNS[2]), encoding="utf-8")
     report = folder / "load-report.json"
     cmd = [
         sys.executable, "-m", "tamesu", "load", str(suite), "--duration", f"{round(seconds)}s", "-j", str(users),
         "--no-live", "-q", "--transcripts", "none", "--output", str(folder / "runs"), "--json", str(report),
+        "--processes", str(processes),
     ]  # fmt: skip
     wall, cpu, proc = timed(cmd, dict(os.environ), folder)
     if proc.returncode != 0:
@@ -108,7 +113,9 @@ def run_tamesu(url: str, seconds: float, users: int, folder: Path) -> dict[str, 
     }
 
 
-def run_locust(locust: str, url: str, seconds: float, users: int, folder: Path) -> dict[str, float]:
+def run_locust(
+    locust: str, url: str, seconds: float, users: int, folder: Path, processes: int = 1
+) -> dict[str, float]:
     locustfile = folder / "locustfile.py"
     locustfile.write_text(LOCUSTFILE, encoding="utf-8")
     prefix = folder / "locust"
@@ -116,6 +123,8 @@ def run_locust(locust: str, url: str, seconds: float, users: int, folder: Path) 
         locust, "-f", str(locustfile), "--headless", "--host", url, "-u", str(users), "-r", str(users),
         "-t", f"{round(seconds)}s", "--csv", str(prefix), "--only-summary", "--loglevel", "WARNING",
     ]  # fmt: skip
+    if processes > 1:
+        cmd += ["--processes", str(processes)]
     wall, cpu, proc = timed(cmd, dict(os.environ), folder)
     if proc.returncode != 0:
         raise SystemExit(f"locust failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
@@ -139,8 +148,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--users", type=int, default=32, help="calls in flight")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="client processes of each (tamesu load and Locust --processes)",
+    )
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = (
+            RESULTS if args.processes == 1 else RESULTS.with_name(f"load_vs_locust-p{args.processes}.json")
+        )
     if not args.locust:
         raise SystemExit("locust is not on PATH: install it in a venv of its own and give --locust")
     agent, url = start_agent(str(HERE / "conversations.py"))
@@ -154,9 +173,9 @@ def main(argv: list[str] | None = None) -> int:
                 row: dict[str, Any] = {}
                 for client in order:
                     row[client] = (
-                        run_tamesu(url, args.seconds, args.users, folder)
+                        run_tamesu(url, args.seconds, args.users, folder, args.processes)
                         if client == "tamesu"
-                        else run_locust(args.locust, url, args.seconds, args.users, folder)
+                        else run_locust(args.locust, url, args.seconds, args.users, folder, args.processes)
                     )
                 row["ratio"] = round(row["tamesu"]["calls_per_s"] / row["locust"]["calls_per_s"], 3)
                 row["cpu_ratio"] = round(
@@ -168,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         agent.kill()
     result = {
         "benchmark": "load_vs_locust",
-        "method": "one process each, alternated rounds, medians; see the script's docstring",
+        "method": "alternated rounds, medians; see the script's docstring",
+        "processes": args.processes,
         "seconds": args.seconds,
         "users": args.users,
         "rounds": rounds,

@@ -26,12 +26,14 @@ __all__ = [
     "EXIT_INFRA",
     "EXIT_NO_TESTS",
     "EXIT_OK",
+    "PROCESSES_HELP",
     "add_selection_arguments",
     "fraction",
     "integer",
     "positive_int",
     "positive_number",
     "print_config_errors",
+    "processes",
     "split_list",
     "use_color",
 ]
@@ -113,6 +115,24 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
     return value
+
+
+def processes(text: str) -> int | str:
+    """``--processes``: a count of 1 or more, or ``auto`` (the cores the agent leaves free)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of 1 or more or auto, got {text!r}"
+        ) from None
+
+
+PROCESSES_HELP = (
+    "worker processes on this machine that run the {what} (auto: the cores the agent leaves free; "
+    "default 1: all in this process)"
+)
 
 
 def _float(text: str, what: str) -> float:

@@ -14,11 +14,13 @@ import argparse
 import sys
 
 from tamesu.commands import (
+    PROCESSES_HELP,
     add_selection_arguments,
     fraction,
     integer,
     positive_int,
     positive_number,
+    processes,
     split_list,
 )
 
@@ -131,6 +133,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray", action="store_true", help="run the calls on an embedded local Ray")
     parser.add_argument("--address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)")
     parser.add_argument(
+        "--processes", type=processes, metavar="N|auto", help=PROCESSES_HELP.format(what="calls")
+    )
+    parser.add_argument(
         "--resume", nargs="?", const=True, default=False, metavar="DIR",
         help="continue an interrupted load test (default: the latest one of these suites)",
     )  # fmt: skip
@@ -227,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         ray=bool(args.ray or args.address),
         address=args.address,
+        processes=args.processes,
         resume=_resume(args.resume),
         output=args.output,
         json=args.json,

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tamesu.commands import add_selection_arguments, integer, positive_int, split_list
+from tamesu.commands import (
+    PROCESSES_HELP,
+    add_selection_arguments,
+    integer,
+    positive_int,
+    processes,
+    split_list,
+)
 
 __all__ = ["add_arguments", "run"]
 
@@ -45,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ray", action="store_true", help="run on an embedded local Ray")
     parser.add_argument("--address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)")
+    parser.add_argument(
+        "--processes", type=processes, metavar="N|auto", help=PROCESSES_HELP.format(what="tests")
+    )
     parser.add_argument(
         "--resume",
         nargs="?",
@@ -133,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             ray=args.ray,
             address=args.address,
+            processes=args.processes,
             resume=resume,
             output=args.output,
             junit=args.junit,

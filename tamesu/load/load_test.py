@@ -56,6 +56,9 @@ class LoadRequest:
     seed: int | None = None
     ray: bool = False
     address: str | None = None
+    processes: int | str | None = None
+    """Worker processes on this machine that run the calls (``auto``: the cores the agent leaves
+    free); None or 1: the calls run in this process."""
     resume: bool | str = False
     output: str | None = None
     json: str | None = None
@@ -175,13 +178,8 @@ def _placement(
     specs: Sequence[Any] = (),
     routers: Any = None,
 ) -> Any:
+    from tamesu.runner.placement.processes import ProcessPlacement, process_count
     from tamesu.runner.prepare import needs_speech
-
-    if not request.ray:
-        from tamesu.runner.placement.local import LocalPlacement
-
-        return LocalPlacement(services)
-    from tamesu.runner.placement.ray import RayPlacement
 
     spike = profile.spike_window()
     if profile.capacity is not None:
@@ -190,6 +188,21 @@ def _placement(
         peak = profile.max_in_flight
     else:
         peak = math.ceil(profile.level * (spike[2] if spike else 1))
+    if not request.ray:
+        count = process_count(request.processes, specs, peak)
+        if count > 1:
+            return ProcessPlacement(
+                processes=count,
+                max_concurrency_per_worker=max(8, math.ceil(peak / count) + 4),
+                output_dir=store.dir,
+                router_factory=routers,
+                **request.placement_options,
+            )
+        from tamesu.runner.placement.local import LocalPlacement
+
+        return LocalPlacement(services)
+    from tamesu.runner.placement.ray import RayPlacement
+
     workers = profile.workers
     if workers is None and request.address is None:
         workers = max(1, min(os.cpu_count() or 1, peak))
@@ -236,6 +249,9 @@ async def run_load(request: LoadRequest) -> LoadResult:
         paths = json.loads((Path(request.resume) / "settings.json").read_text(encoding="utf-8"))[
             "suite_paths"
         ]
+    from tamesu.runner.invocation import check_processes
+
+    check_processes(request.processes, ray=request.ray)
     loaded, specs, _ = prepare_load(request, paths)
     project = next((s.project for s in loaded if s.project is not None), None)
     project_dir = next((s.project_dir for s in loaded if s.project_dir is not None), None)
@@ -316,7 +332,8 @@ async def run_load(request: LoadRequest) -> LoadResult:
         stream=stream,
     )
     if not request.quiet:
-        stream.write(f"Load test: {_describe(profile)}; results in {store.dir}\n")
+        where_calls = f" in {placement.processes} worker processes" if hasattr(placement, "processes") else ""
+        stream.write(f"Load test: {_describe(profile)}{where_calls}; results in {store.dir}\n")
         for note in store.notes:
             stream.write(f"note: {note}\n")
         stream.flush()

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.cycle_collector import set_for_runs
 from tamesu.errors import ClusterLost, UsageError
-from tamesu.runner.invocation import Finished, InvocationResult, Publisher, Reporter, RunOptions
+from tamesu.runner.invocation import (
+    Finished,
+    InvocationResult,
+    Publisher,
+    Reporter,
+    RunOptions,
+    check_processes,
+)
 from tamesu.runner.livekit_serve import LivekitServe, ServedLivekit, serve_livekit
 from tamesu.runner.prepare import load_suites, needs_speech, plan_runs, router_factory
 from tamesu.runner.rates import EarlyStopper, RateRule
@@ -80,6 +87,7 @@ async def run_async(
         opts = RunOptions(**options)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
+    check_processes(opts.processes, ray=bool(opts.ray or opts.address))
     started = time.time()
     redactor = redactor if redactor is not None else Redactor()
     reporter = reporter or Reporter()
@@ -243,6 +251,8 @@ async def _schedule(
     services = RunServices.create(
         redactor=redactor, update_golden=opts.update_golden, output_dir=store.dir, router_factory=routers
     )
+    from tamesu.runner.placement.processes import ProcessPlacement, process_count
+
     placement: Any
     if opts.ray or opts.address:
         from tamesu.runner.placement.ray import RayPlacement
@@ -256,6 +266,14 @@ async def _schedule(
             max_concurrency_per_worker=max(concurrency, 1),
             router_factory=routers,
             speech_pool=needs_speech(todo),
+        )
+    elif (count := process_count(opts.processes, todo, concurrency)) > 1:
+        placement = ProcessPlacement(
+            processes=count,
+            update_golden=opts.update_golden,
+            output_dir=store.dir,
+            max_concurrency_per_worker=max(1, -(-concurrency // count)),
+            router_factory=routers,
         )
     else:
         from tamesu.runner.placement.local import LocalPlacement

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 
-__all__ = ["Finished", "InvocationResult", "Publisher", "Reporter", "RunOptions"]
+__all__ = ["Finished", "InvocationResult", "Publisher", "Reporter", "RunOptions", "check_processes"]
 
 
 @dataclass
@@ -41,6 +41,9 @@ class RunOptions:
     seed: int | None = None
     ray: bool = False
     address: str | None = None
+    processes: int | str | None = None
+    """Worker processes on this machine that run the tests (``auto``: the cores the agent leaves
+    free); None or 1: the runs stay in this process."""
     resume: bool | str | Path = False
     """True: the latest run directory of the same suites; a path: that run directory."""
     output: str | Path | None = None
@@ -135,3 +138,19 @@ class Finished:
 Publisher = Callable[[Finished], None]
 """What is done with a finished invocation beyond its results (reports, history, telemetry): the
 layers above the runner, passed in by the faces (``tamesu.run``)."""
+
+
+def check_processes(processes: object, *, ray: bool) -> None:
+    """``processes`` is a whole number of 1 or more, ``auto`` or None, and not asked with Ray."""
+    from tamesu.errors import UsageError
+
+    if processes is None:
+        return
+    if processes != "auto" and (
+        isinstance(processes, bool) or not isinstance(processes, int) or processes < 1
+    ):
+        raise UsageError(f"processes: expected a whole number of 1 or more or auto, got {processes!r}")
+    if ray:
+        raise UsageError(
+            "--processes runs the tests on this machine; on Ray (--ray, --address) workers are Ray's"
+        )

@@ -273,3 +273,14 @@ async def test_ray_placement_end_to_end(agent: str, tmp_path: Path) -> None:
     code, out = await tamesu(tmp_path, "suite.yaml", "--ray", "-j", "2", env={"RAY_ADDRESS": ""})
     assert code == 0, out
     assert "2 passed, 0 failed, 0 errors" in out
+
+
+@pytest.mark.integration
+async def test_processes_placement_end_to_end(agent: str, tmp_path: Path) -> None:
+    write_suite(tmp_path, agent, "30 days")
+    code, out = await tamesu(tmp_path, "suite.yaml", "--processes", "2", "-j", "2")
+    assert code == 0, out
+    assert "2 passed, 0 failed, 0 errors" in out
+    code, out = await tamesu(tmp_path, "suite.yaml", "--processes", "2", "--address", "127.0.0.1:9")
+    assert code == 2, out
+    assert "--processes runs the tests on this machine" in out

@@ -141,3 +141,53 @@ async def test_exit_five_when_the_selection_leaves_no_test(tmp_path: Path) -> No
     code, out = await tamesu_load(tmp_path, "suite.yaml", "--calls", "3", "--tags", "nightly")
     assert code == 5, out
     assert "no test selected by --tags nightly" in out
+
+
+async def test_worker_processes_give_one_merged_report_and_gate(
+    agent: tuple[str, FaultAgent], tmp_path: Path
+) -> None:
+    url, fault = agent
+    (tmp_path / "tamesu.yaml").write_text(PROJECT)
+    write_suite(tmp_path, url, {"ok": ["hello"], "busy": ["fail"]})
+    code, out = await tamesu_load(tmp_path, "suite.yaml", "--no-live", "--processes", "2")
+    assert code == 0, out
+    assert "Load test: steady, 3 calls in flight, 12 calls in 2 worker processes" in out
+    assert "PASS pass_rate: 50.0% (at least 50.0%)  6/12 calls passed" in out
+    data = report(tmp_path)
+    assert data["totals"]["outcomes"] == {"passed": 6, "error": 6}
+    assert {t["test"]: t["pass_rate"] for t in data["tests"]} == {"ok": 1.0, "busy": 0.0}
+    assert fault.requests == 12 and fault.max_in_flight <= 3
+    lines = (tmp_path / "tamesu-runs" / "latest" / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["run_id"] for line in lines) == sorted(
+        f"{'ok' if i % 2 == 0 else 'busy'}@{i}" for i in range(12)
+    )
+
+
+async def test_processes_and_ray_together_are_a_usage_error(tmp_path: Path) -> None:
+    write_suite(tmp_path, "http://127.0.0.1:9", {"ok": ["hello"]})
+    code, out = await tamesu_load(tmp_path, "suite.yaml", "-q", "--processes", "2", "--ray")
+    assert code == 2, out
+    assert "--processes runs the tests on this machine" in out
+    code, out = await tamesu_load(tmp_path, "suite.yaml", "-q", "--processes", "none")
+    assert code == 2, out
+    assert "expected a whole number of 1 or more or auto, got 'none'" in out
+
+
+async def test_an_interrupted_load_test_in_worker_processes_keeps_what_finished_and_resumes(
+    tmp_path: Path,
+) -> None:
+    async with serve_fault_agent(delay=0.1) as (url, agent):
+        agent.hold_after = 4
+        write_suite(tmp_path, url, {"ok": ["hello"]})
+        proc = await start(
+            tmp_path, "suite.yaml", "--no-live", "--calls", "20", "-j", "2", "--processes", "2"
+        )
+        results = await asyncio.wait_for(written(tmp_path, 4, proc), 120)
+        proc.send_signal(signal.SIGINT)
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 130, out.decode()
+        assert len(results.read_text().splitlines()) == 4
+        agent.release.set()
+        code, text = await tamesu_load(tmp_path, "suite.yaml", "--resume", "-q", "--processes", "2")
+        assert code == 0, text
+    assert report(tmp_path)["totals"]["outcomes"] == {"passed": 20}

@@ -48,12 +48,19 @@ from tamesu.actors.pools import (
     transcription_of,
 )
 from tamesu.errors import ClusterLost
-from tamesu.kernel.events import RunError
 from tamesu.kernel.outcome import GraphOutcome
-from tamesu.kernel.transcript import Transcript
 
 from .head import HEAD_GRACE_S, HeadWatch
-from .worker import FAILED, NEED_PARTS, RunItem, RunWorker, SpecSplitter, read_outcome
+from .worker import (
+    FAILED,
+    NEED_PARTS,
+    RunItem,
+    RunWorker,
+    SpecSplitter,
+    failed_outcome,
+    first_line,
+    read_outcome,
+)
 
 if TYPE_CHECKING:
     from tamesu.actors.graph import Ready
@@ -350,7 +357,7 @@ class RayPlacement:
             return
         except ray.exceptions.RayError as exc:
             link.calls -= 1
-            message = f"Ray could not run this run: {_first_line(exc)}"
+            message = f"Ray could not run this run: {first_line(exc)}"
             failed = [item[0] for item in items] or list(link.sent)
             for key in failed:
                 link.sent.discard(key)
@@ -386,7 +393,7 @@ class RayPlacement:
                 return
             except (msgspec.DecodeError, ValueError) as exc:
                 error = f"Ray could not run this run: its outcome did not decode: {exc}"
-        future.set_result(_failed(spec, error, "internal", False))
+        future.set_result(failed_outcome(spec, error, "internal", False))
 
     def _resend(self, link: _Link, key: str, items: list[RunItem]) -> None:
         item = next((i for i in items if i[0] == key), None)
@@ -411,12 +418,12 @@ class RayPlacement:
         if link.dead:
             return
         link.dead = True
-        message = f"the Ray worker running this run died: {_first_line(exc)}"
+        message = f"the Ray worker running this run died: {first_line(exc)}"
         waiting, link.waiting = link.waiting, {}
         link.queue, link.sent = [], set()
         for spec, future in waiting.values():
             if not future.done():
-                future.set_result(_failed(spec, message, "worker", True))
+                future.set_result(failed_outcome(spec, message, "worker", True))
         if link in self._links:
             self._replace(self._links.index(link))
 
@@ -532,14 +539,6 @@ class RayPlacement:
             ray.shutdown()
 
 
-def _failed(spec: RunSpec, message: str, kind: str, retryable: bool) -> GraphOutcome:
-    transcript = Transcript(
-        run_id=spec.run_id, test=spec.test_id, target=spec.target_name, end_reason="error"
-    )
-    transcript.events.append(RunError(kind=kind, message=message))
-    return GraphOutcome(transcript=transcript, error=message, error_kind=kind, retryable=retryable)
-
-
 def _gcs_address() -> tuple[str, int] | None:
     """The head's GCS address of the connected cluster, as (host, port)."""
     try:
@@ -547,11 +546,6 @@ def _gcs_address() -> tuple[str, int] | None:
         return host, int(port)
     except Exception:  # a Ray client connection, or a Ray that does not say
         return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 _WAIT = 0.005

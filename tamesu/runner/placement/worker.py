@@ -32,7 +32,18 @@ if TYPE_CHECKING:
     from tamesu.run_spec import RunSpec
     from tamesu.speech_pool import SpeechPool
 
-__all__ = ["DONE", "FAILED", "NEED_PARTS", "OBJECT", "RunItem", "RunWorker", "SpecSplitter", "read_outcome"]
+__all__ = [
+    "DONE",
+    "FAILED",
+    "NEED_PARTS",
+    "OBJECT",
+    "RunItem",
+    "RunWorker",
+    "SpecSplitter",
+    "failed_outcome",
+    "first_line",
+    "read_outcome",
+]
 
 SHARED_FIELDS = ("target", "test", "assertions", "models", "counterpart_target")
 """The fields of a RunSpec that repeat across the runs of a test: sent to each worker once."""
@@ -79,6 +90,27 @@ def read_outcome(kind: int, data: Any) -> GraphOutcome:
     if kind == OBJECT:
         return data  # type: ignore[no-any-return]
     raise ValueError(f"a reply of kind {kind} holds no outcome")
+
+
+def failed_outcome(spec: RunSpec, message: str, kind: str, retryable: bool) -> GraphOutcome:
+    """The outcome of a run the placement could not carry through (its worker died, its outcome
+    did not decode): an error of ``kind``, with a transcript that says so."""
+    from tamesu.kernel.events import RunError
+    from tamesu.kernel.transcript import Transcript
+
+    transcript = Transcript(
+        run_id=spec.run_id, test=spec.test_id, target=spec.target_name, end_reason="error"
+    )
+    transcript.events.append(RunError(kind=kind, message=message))
+    return GraphOutcome(transcript=transcript, error=message, error_kind=kind, retryable=retryable)
+
+
+def first_line(exc: BaseException | str) -> str:
+    """The first line of an error's text (its type's name when it has none)."""
+    text = str(exc).strip()
+    if text:
+        return text.splitlines()[0]
+    return type(exc).__name__ if isinstance(exc, BaseException) else ""
 
 
 class SpecSplitter:
@@ -149,6 +181,9 @@ class RunWorker:
         self._poller: asyncio.Future[bool] | None = None
         self._cancelled: OrderedDict[str, None] = OrderedDict()
         """Keys cancelled before their run arrived (an exchange and a cancel may cross)."""
+        self.on_done: Callable[[], None] | None = None
+        """Called when an outcome is ready to take (or the runs ran out): a worker of the
+        ``processes`` placement sends outcomes as they finish instead of being polled."""
 
     def _shared(self) -> RunServices:
         """Made on first use, inside the worker's event loop (the HTTP client belongs to that loop);
@@ -190,6 +225,24 @@ class RunWorker:
         Only the latest exchange waits: an earlier one still waiting is let go with nothing, so
         outcomes never ride on a reply its sender has stopped reading.
         """
+        replies = self.start(items)
+        if replies or self._done or not self._runs:
+            return replies + self.take()
+        if self._poller is not None and not self._poller.done():
+            self._poller.set_result(False)
+        poller = self._poller = asyncio.get_running_loop().create_future()
+        try:
+            woken = await poller
+        finally:
+            if self._poller is poller:
+                self._poller = None
+        if not woken:
+            return []
+        await asyncio.sleep(0)
+        return self.take()
+
+    def start(self, items: list[RunItem]) -> list[Reply]:
+        """Start ``items``; the replies of those that could not start (parts unknown, or an error)."""
         replies: list[Reply] = []
         for item in items:
             key = item[0]
@@ -203,20 +256,12 @@ class RunWorker:
                     self._start(key, spec, item[4], item[5])
             except Exception as exc:  # one run that cannot start fails alone
                 replies.append((key, FAILED, f"{type(exc).__name__}: {exc}"))
-        if replies or self._done or not self._runs:
-            return replies + self._take()
-        if self._poller is not None and not self._poller.done():
-            self._poller.set_result(False)
-        poller = self._poller = asyncio.get_running_loop().create_future()
-        try:
-            woken = await poller
-        finally:
-            if self._poller is poller:
-                self._poller = None
-        if not woken:
-            return []
-        await asyncio.sleep(0)
-        return self._take()
+        return replies
+
+    def take(self) -> list[Reply]:
+        """The outcomes finished since the last take."""
+        done, self._done = self._done, []
+        return done
 
     def _spec(self, item: RunItem) -> RunSpec | None:
         _, light, key, parts, _, _ = item
@@ -249,13 +294,11 @@ class RunWorker:
         self._done.append(reply)
         self._wake()
 
-    def _take(self) -> list[Reply]:
-        done, self._done = self._done, []
-        return done
-
     def _wake(self) -> None:
         if self._poller is not None and not self._poller.done():
             self._poller.set_result(True)
+        if self.on_done is not None:
+            self.on_done()
 
     async def cancel(self, key: str) -> GraphOutcome | None:
         """Cancel one run (the caller gave up on it) and return what it had recorded."""
