@@ -21,6 +21,7 @@ the same cores) is reported beside this process's. Writes benchmarks/results/twi
 
     python benchmarks/twilio_calls.py --calls 10 --seconds 5       # a small check
     python benchmarks/twilio_calls.py --calls 250,500,1000         # the figures
+    python benchmarks/twilio_calls.py --calls 1000 --processes 2   # the calls from two driver processes
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ QUIET_FRAMES = 15
 """Quiet frames (300 ms) after a talkspurt that end the caller's turn."""
 SETUP_S = 1.0
 """Each call's first second (connect, start, greeting) is left out of the gaps."""
+DRIVER_GRACE_S = 2.0
+"""Seconds a driver process's calls go on after its window, while the parent reads the agent's record."""
 REPLY_CHUNK = 800
 """Bytes of 8 kHz mu-law (100 ms) in each of the agent's media messages."""
 MEDIA, PAYLOAD = '{"event":"media"', '"payload":"'
@@ -205,8 +208,14 @@ async def agent_stats(url: str, *, reset: bool = False) -> dict[str, Any]:
         return json.loads(await ws.recv())
 
 
-async def target_load(n: int, url: str, args: argparse.Namespace) -> dict[str, Any]:
-    """``n`` twilio targets calling the agent, turn after turn, started over ``args.ramp`` seconds."""
+async def target_load(
+    n: int, url: str, args: argparse.Namespace, *, offset: int = 0, start_at: float | None = None
+) -> dict[str, Any]:
+    """``n`` twilio targets calling the agent, turn after turn, started over ``args.ramp`` seconds.
+
+    One of several driver processes (``start_at``, a wall-clock time) numbers its calls from
+    ``offset``, measures from ``start_at`` for ``args.seconds`` and leaves the agent's record to the
+    parent, which reads it over the same window."""
     import gc
 
     import numpy as np
@@ -237,7 +246,7 @@ async def target_load(n: int, url: str, args: argparse.Namespace) -> dict[str, A
 
     async def call(i: int) -> None:
         ctx = TargetContext(
-            name="phone", run_id=f"bench-{i}", session=f"s{i}", scope=Scope({}), clock=MonotonicClock(),
+            name="phone", run_id=f"bench-{offset + i}", session=f"s{offset + i}", scope=Scope({}), clock=MonotonicClock(),
             http=None, redactor=Redactor(), turn_timeout=60.0, test=test,  # type: ignore[arg-type]
         )  # fmt: skip
         phone = TwilioAdapter(config, ctx)  # type: ignore[arg-type]
@@ -263,14 +272,26 @@ async def target_load(n: int, url: str, args: argparse.Namespace) -> dict[str, A
     for i in range(n):
         tasks.append(asyncio.create_task(call(i)))
         await asyncio.sleep(args.ramp / n)
-    await asyncio.sleep(SETUP_S)
+    await asyncio.sleep(SETUP_S if start_at is None else max(0.0, start_at - time.time()))
     gc.freeze()
     pump.reset_stats()
-    await agent_stats(url, reset=True)
+    if start_at is None:
+        await agent_stats(url, reset=True)
     cpu0, wall0 = time.process_time(), time.monotonic()
     await asyncio.sleep(args.seconds)
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     late = pump.lateness()
+    if start_at is not None:
+        await asyncio.sleep(DRIVER_GRACE_S)  # calls go on while the parent reads the agent's record
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        p99 = float(np.percentile(late, 99)) * 1000 if len(late) else None
+        return {
+            "calls": n, "connected": out["connected"], "cpu_s": cpu, "wall_s": wall,
+            "tick_late_ms_p99": p99, "resyncs": pump.resyncs, "turns": out["turns"],
+            "latency": out["latency"], "errors": out["errors"][:3], "error_count": len(out["errors"]),
+        }  # fmt: skip
     stats = await agent_stats(url)
     for t in tasks:
         t.cancel()
@@ -310,10 +331,79 @@ async def target_load(n: int, url: str, args: argparse.Namespace) -> dict[str, A
 def one_load(n: int, args: argparse.Namespace) -> dict[str, Any]:
     agent, url = start_agent(__file__, "--delay", str(args.delay))
     try:
+        if args.processes > 1:
+            return asyncio.run(driven_load(n, url, args))
         return asyncio.run(target_load(n, url, args))
     finally:
         agent.kill()
         agent.wait()
+
+
+async def driven_load(n: int, url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """``n`` calls from ``args.processes`` driver processes (this script with ``--drive``), each
+    ramping its share over the same seconds and measuring the same window, which the agent's
+    record covers too."""
+    import numpy as np
+
+    k = args.processes
+    shares = [n // k + (1 if i < n % k else 0) for i in range(k)]
+    start_at = time.time() + args.ramp + SETUP_S + 2.0  # the drivers' start-up (imports, Piper) included
+    settings = ["--delay", str(args.delay), "--idle", str(args.idle), "--seconds", str(args.seconds),
+                "--ramp", str(args.ramp)]  # fmt: skip
+    drivers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "--drive",
+            f"{share},{sum(shares[:i])},{start_at},{url}",
+            *settings,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for i, share in enumerate(shares)
+    ]
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    await agent_stats(url, reset=True)
+    wall0 = time.monotonic()
+    await asyncio.sleep(args.seconds)
+    wall = time.monotonic() - wall0
+    stats = await agent_stats(url)
+    parts = []
+    for proc in drivers:
+        out, _ = await proc.communicate()
+        parts.append(json.loads(out.decode().strip().splitlines()[-1]))
+    turns = np.array([x for part in parts for x in part["latency"]])
+    errors = [e for part in parts for e in part["errors"]]
+    late = [part["tick_late_ms_p99"] for part in parts if part["tick_late_ms_p99"] is not None]
+    cpu = sum(part["cpu_s"] for part in parts)
+    answer_s = args.delay + QUIET_FRAMES * 0.02
+    row = {
+        "calls": n,
+        "driver_processes": k,
+        "connected": sum(part["connected"] for part in parts),
+        "seconds": args.seconds,
+        **stats,
+        "tick_late_ms_p99": round(max(late), 2) if late else None,
+        "resyncs": sum(part["resyncs"] for part in parts),
+        "cores": round(cpu / wall, 3),
+        "cores_per_driver": [round(part["cpu_s"] / part["wall_s"], 3) for part in parts],
+        "cpu_us_per_call_frame": round(cpu / (n * wall / 0.02) * 1e6, 2),
+        "machine_load_1m": round(os.getloadavg()[0], 2),
+        "turns": sum(part["turns"] for part in parts),
+        "turn_latency_ms_p50": round(float(np.median(turns)) * 1000, 1) if len(turns) else None,
+        "agent_answers_after_ms": round(answer_s * 1000),
+        "errors": sum(part["error_count"] for part in parts),
+        "first_error": errors[0] if errors else None,
+    }
+    row["frames_of_real_time"] = round(stats["caller_frames"] / (n * wall / 0.02), 3)
+    row["real_time"] = bool(
+        row["gap_ms_p99"] is not None
+        and row["gap_ms_p99"] <= 40.0
+        and row["frames_of_real_time"] >= 0.99
+        and row["resyncs"] == 0
+        and not row["errors"]
+        and row["connected"] == n
+    )
+    return row
 
 
 def main() -> None:
@@ -324,10 +414,26 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="steady-state seconds measured per load")
     parser.add_argument("--ramp", type=float, default=5.0, help="seconds over which the calls are started")
     parser.add_argument("--serve-agent", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="driver processes the calls are spread over (one event loop each)",
+    )
+    parser.add_argument("--drive", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if args.out is None:
+        args.out = (
+            RESULTS if args.processes == 1 else RESULTS.with_name(f"twilio_calls-p{args.processes}.json")
+        )
     if args.serve_agent:
         asyncio.run(serve_agent(args.delay))
+        return
+    if args.drive:
+        share, offset, start_at, url = args.drive.split(",", 3)
+        row = asyncio.run(target_load(int(share), url, args, offset=int(offset), start_at=float(start_at)))
+        print(json.dumps(row), flush=True)
         return
     rows = []
     for n in (int(x) for x in args.calls.split(",")):
@@ -344,7 +450,9 @@ def main() -> None:
         },
         "criterion": "the agent's p99 gap between a call's caller frames <= 40 ms, >= 99% of real time's "
         "frames, no resync of the tick, every call connected and none failed",
-        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "calls", "serve_agent")},
+        "settings": {
+            k: v for k, v in vars(args).items() if k not in ("out", "calls", "serve_agent", "drive")
+        },
         "loads": rows,
         "max_real_time_calls": max(carried) if carried else 0,
     }

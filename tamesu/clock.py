@@ -114,15 +114,24 @@ class _Watch:
 _watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch] = weakref.WeakKeyDictionary()
 
 
+_last: _Watch | None = None
+"""The watch found last: nearly every lookup is for the same loop, and a weak dictionary's lookup
+makes a weak reference each time."""
+
+
 def _watch() -> _Watch | None:
     """The running loop's watch (None for a loop that cannot be weakly referenced)."""
+    global _last
     loop = asyncio.get_running_loop()
+    if _last is not None and _last.loop is loop:
+        return _last
     try:
         watch = _watches.get(loop)
         if watch is None:
             watch = _watches[loop] = _Watch(loop)
     except TypeError:
         return None
+    _last = watch
     return watch
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["format_duration", "parse_duration"]
@@ -10,8 +11,12 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
+@functools.lru_cache(maxsize=1024, typed=True)
 def parse_duration(text: str | int | float, *, unit_required: bool = False) -> float:
     """Seconds in a duration string; a bare number is seconds. Raises ValueError when malformed.
+
+    Remembered (typed, so ``True`` is never taken for ``1``): a load test's driver asks for its
+    profile's duration at every arrival.
 
     ``unit_required`` (a suite's durations) refuses a bare number other than 0: ``5`` could mean
     seconds or milliseconds, and the suite should say which.
