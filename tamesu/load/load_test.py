@@ -229,7 +229,16 @@ def _exit_code(outcome: LoadOutcome, gates_ok: bool) -> int:
 
 
 async def run_load(request: LoadRequest) -> LoadResult:
-    """Run one load test and write its report; never raises for what the calls do."""
+    """Run one load test and write its report; never raises for what the calls do. The collector
+    is set for runs throughout (``tamesu.cycle_collector``): a load test keeps every call's sample
+    and result until its report is written."""
+    from tamesu.cycle_collector import set_for_runs
+
+    with set_for_runs():
+        return await _run_load(request)
+
+
+async def _run_load(request: LoadRequest) -> LoadResult:
     from tamesu.actors.services import RunServices
     from tamesu.costs import cost_summary
     from tamesu.load.driver import CHECKPOINT_FILE, LoadCheckpoint, LoadDriver, read_samples
@@ -364,6 +373,9 @@ async def run_load(request: LoadRequest) -> LoadResult:
         with contextlib.suppress(Exception):
             await placement.aclose()
         await services.aclose()
+    from tamesu.cycle_collector import freeze_what_runs_left
+
+    freeze_what_runs_left()
     if found is not None:
         from tamesu.load.capacity_run import capacity_exit_code
 

@@ -21,7 +21,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tamesu.cycle_collector import set_for_runs
+from tamesu.cycle_collector import freeze_what_runs_left, set_for_runs
 from tamesu.errors import ClusterLost, UsageError
 from tamesu.runner.invocation import (
     Finished,
@@ -98,6 +98,7 @@ async def run_async(
     loaded = load_suites(paths or ["."], opts)
     async with contextlib.AsyncExitStack() as services:
         served = await serve_livekit(loaded, services, redactor, livekit_server)
+        services.enter_context(set_for_runs())
         return await _run_loaded(
             loaded, served, paths, resume_dir, opts, started, redactor, reporter, argv, publishers
         )
@@ -158,6 +159,7 @@ async def _run_loaded(
             planned_keys = {run_key(s.suite, s.run_id) for s in specs}
             kept = sum(1 for r in store.finished() if run_key(r.suite, r.run_id) in planned_keys)
             raise exc.kept_in(store.dir, finished=kept, planned=len(specs), command="run") from None
+        freeze_what_runs_left()
 
         planned = {run_key(s.suite, s.run_id) for s in specs}
         finals = [
@@ -291,7 +293,7 @@ async def _schedule(
         fail_fast=opts.fail_fast,
         early_stop=early_stop,
     )
-    with interrupt_on_signals(scheduler), set_for_runs():
+    with interrupt_on_signals(scheduler):
         try:
             return await scheduler.run(todo)
         finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.cycle_collector import YOUNG_THRESHOLD, paused, set_for_runs
+from tamesu.cycle_collector import YOUNG_THRESHOLD, freeze_what_runs_left, paused, set_for_runs
 
 pytestmark = pytest.mark.unit
 
@@ -77,6 +77,26 @@ def test_a_process_that_froze_objects_itself_keeps_its_collector_as_it_is(
     finally:
         monkeypatch.undo()
         gc.unfreeze()
+
+
+def test_what_the_runs_left_is_frozen_for_the_reports_and_unfrozen_with_the_runs() -> None:
+    class Result:
+        pass
+
+    with set_for_runs():
+        results = [Result() for _ in range(1000)]  # what a load test keeps until its report
+        frozen = gc.get_freeze_count()
+        freeze_what_runs_left()
+        assert gc.get_freeze_count() >= frozen + len(results)
+    assert gc.get_freeze_count() == 0, "leaving the runs unfreezes what they left: it can be collected"
+    del results
+
+
+def test_outside_the_runs_nothing_is_frozen_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(gc, "freeze", lambda: asked.append("freeze"))
+    freeze_what_runs_left()
+    assert asked == []
 
 
 def test_the_collector_comes_back_when_the_runs_fail() -> None:
