@@ -15,7 +15,9 @@ from tamesu.actors.services import RunServices
 from tamesu.kernel.outcome import GraphOutcome
 from tamesu.runner.placement.local import LocalPlacement
 from tamesu.runner.placement.processes import ProcessPlacement, agent_on_this_machine, process_count
-from tests.actors.agents import Check, check, make_spec, register
+from tests.actors.agents import make_spec, register
+
+from .placed import specs, summary
 
 pytestmark = pytest.mark.integration
 
@@ -29,36 +31,6 @@ async def placement() -> AsyncIterator[ProcessPlacement]:
     p = ProcessPlacement(processes=2, worker_setup=register, encode_boundary=True)
     yield p
     await p.aclose()
-
-
-def specs() -> list:
-    return [
-        make_spec(
-            run_id="story#1",
-            say=["hi", "where is my order", "so {{captured.order}} then", "bye"],
-            capture=[{"name": "order", "regex": r"(ORD-\d+)"}, {"name": "eta", "json_path": "$.eta"}],
-            checks=[
-                ("contains", check({"contains": "ORD-1234"})),
-                ("turns", check({"turns": {"lte": 3}})),
-                ("last", Check("test-last-reply", "You said: bye", on_turn="last")),
-            ],
-        ),
-        make_spec(run_id="greet#1", type="test-greeter", say=["hello", "tool please"], max_turns=1),
-        make_spec(run_id="fail#1", type="test-failing", say=["hi", "fail"]),
-    ]
-
-
-def summary(out: GraphOutcome) -> tuple:
-    t = out.transcript
-    return (
-        [(turn.role, turn.text) for turn in t.turns],
-        t.end_reason,
-        t.captures,
-        [(r.name, r.passed, r.error, r.actual) for r in out.results],
-        out.error,
-        out.error_kind,
-        out.retryable,
-    )
 
 
 async def in_flight(placement: ProcessPlacement, count: int) -> list[int]:

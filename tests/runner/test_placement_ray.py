@@ -15,7 +15,9 @@ from tamesu.kernel.outcome import GraphOutcome  # noqa: E402
 from tamesu.runner.placement.local import LocalPlacement  # noqa: E402
 from tamesu.runner.placement.ray import RayPlacement, start_local_ray  # noqa: E402
 from tests.actors import agents  # noqa: E402
-from tests.actors.agents import Check, check, make_spec, register  # noqa: E402
+from tests.actors.agents import make_spec, register  # noqa: E402
+
+from .placed import specs, summary  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -39,37 +41,6 @@ def placement(local_ray: None) -> Iterator[RayPlacement]:
 
 
 SECRETS = {"AGENT_TOKEN": "ray-secret-4242"}
-
-
-def specs() -> list:
-    return [
-        make_spec(
-            run_id="story#1",
-            say=["hi", "where is my order", "so {{captured.order}} then", "bye"],
-            capture=[{"name": "order", "regex": r"(ORD-\d+)"}, {"name": "eta", "json_path": "$.eta"}],
-            checks=[
-                ("contains", check({"contains": "ORD-1234"})),
-                ("turns", check({"turns": {"lte": 3}})),
-                ("last", Check("test-last-reply", "You said: bye", on_turn="last")),
-            ],
-        ),
-        make_spec(run_id="greet#1", type="test-greeter", say=["hello", "tool please"], max_turns=1),
-        make_spec(run_id="fail#1", type="test-failing", say=["hi", "fail"]),
-    ]
-
-
-def summary(out: GraphOutcome) -> tuple:
-    t = out.transcript
-    return (
-        [(turn.role, turn.text) for turn in t.turns],
-        len(t.agent_turns()),
-        t.end_reason,
-        t.captures,
-        [(r.name, r.passed, r.error, r.actual) for r in out.results],
-        out.error,
-        out.error_kind,
-        out.retryable,
-    )
 
 
 async def test_the_same_specs_give_the_same_outcomes_on_ray_and_locally(placement: RayPlacement) -> None:
