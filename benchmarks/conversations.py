@@ -328,8 +328,10 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(bare(args.bare_process, args.conversations, args.concurrency))
         return 0
 
-    agent, url = start_agent()
+    if args.runs_dir is not None:
+        Path(args.runs_dir).mkdir(parents=True, exist_ok=True)
     disk = Path(tempfile.mkdtemp(prefix="tamesu-bench-", dir=args.runs_dir))
+    agent, url = start_agent()
     shm = Path("/dev/shm")
     tmpfs = Path(tempfile.mkdtemp(prefix="tamesu-bench-", dir=shm)) if shm.is_dir() else None
     try:
