@@ -204,3 +204,17 @@ def test_the_worker_module_says_how_it_is_started() -> None:
     )
     assert done.returncode == 2
     assert "usage: python -m tamesu.runner.placement.process_worker FD" in done.stderr
+
+
+async def test_what_a_dying_worker_printed_is_kept_within_bounds(tmp_path: Path) -> None:
+    noisy = tmp_path / "python"
+    noisy.write_text(
+        "#!/bin/sh\nhead -c 300000 /dev/zero | tr '\\0' x\necho\nprintf 'Fatal: \\033[31mboom\\n'\nexit 3\n"
+    )
+    noisy.chmod(0o755)
+    placement = ProcessPlacement(processes=1, python=str(noisy))
+    try:
+        out = await asyncio.wait_for(placement.run(make_spec(say=["hi"])), 30)
+    finally:
+        await placement.aclose()
+    assert out.error == "the worker process could not start (exit 3): Fatal: \\x1b[31mboom"

@@ -195,8 +195,13 @@ class ProcessPlacement:
         kept for the message if it dies; with TAMESU_DEBUG set they are shown as they come."""
         assert worker.process is not None and worker.process.stdout is not None
         debug = bool(os.environ.get("TAMESU_DEBUG"))
+        stdout = worker.process.stdout
         while True:
-            line = await worker.process.stdout.readline()
+            try:
+                line = await stdout.readline()
+            except ValueError:  # a line over the reader's limit, which the reader drops
+                worker.tail.append("(a line too long to keep)")
+                continue
             if not line:
                 return
             text = printable(line.decode("utf-8", "replace").rstrip()[:500])
