@@ -264,6 +264,7 @@ class RunGraph:
             shared_delegates=self._suite_agents() is not None or self.spec.held_by_driver is not None,
             sip=spec.sip,
             livekit=spec.livekit,
+            stt_engine=spec.stt_engine,
         )
         self.adapter = _adapter(target, ctx)
         counterpart = self._counterpart(ctx)

@@ -113,6 +113,9 @@ class RunSpec:
     cannot_run: tuple[str, str] | None = None
     """(why, error kind) when this environment cannot run it (what validate warned about): the run
     is reported as an error and never started."""
+    stt_engine: str | None = None
+    """The STT engine that hears the agent on this run's calls (``--stt-engine``); None: the one
+    chosen for the line and language (``tamesu.audio.engines.stt_for``)."""
 
     def evolve(self, **changes: Any) -> RunSpec:
         """A shallow copy with ``changes`` (what ``dataclasses.replace`` gives, without re-running

@@ -136,6 +136,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--processes", type=processes, metavar="N|auto", help=PROCESSES_HELP.format(what="calls")
     )
     parser.add_argument(
+        "--stt-engine",
+        metavar="NAME",
+        help="the STT engine that hears every call's agent: whisper, whisper-base, or openai "
+        "(OPENAI_API_KEY, OPENAI_BASE_URL); default: chosen per line and language",
+    )
+    parser.add_argument(
         "--resume", nargs="?", const=True, default=False, metavar="DIR",
         help="continue an interrupted load test (default: the latest one of these suites)",
     )  # fmt: skip
@@ -233,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
         ray=bool(args.ray or args.address),
         address=args.address,
         processes=args.processes,
+        stt_engine=args.stt_engine,
         resume=_resume(args.resume),
         output=args.output,
         json=args.json,

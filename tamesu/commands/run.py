@@ -56,6 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--processes", type=processes, metavar="N|auto", help=PROCESSES_HELP.format(what="tests")
     )
     parser.add_argument(
+        "--stt-engine",
+        metavar="NAME",
+        help="the STT engine that hears every call's agent: whisper, whisper-base, or openai "
+        "(OPENAI_API_KEY, OPENAI_BASE_URL); default: chosen per line and language",
+    )
+    parser.add_argument(
         "--resume",
         nargs="?",
         const=True,
@@ -144,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
             ray=args.ray,
             address=args.address,
             processes=args.processes,
+            stt_engine=args.stt_engine,
             resume=resume,
             output=args.output,
             junit=args.junit,

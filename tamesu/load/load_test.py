@@ -56,6 +56,8 @@ class LoadRequest:
     seed: int | None = None
     ray: bool = False
     address: str | None = None
+    stt_engine: str | None = None
+    """The STT engine that hears every call's agent; None: chosen per line and language."""
     processes: int | str | None = None
     """Worker processes on this machine that run the calls (``auto``: the cores the agent leaves
     free); None or 1: the calls run in this process."""
@@ -110,6 +112,7 @@ def prepare_load(request: LoadRequest, paths: Sequence[str]) -> tuple[list[Loade
         filter=request.filter,
         seed=request.seed,
         timeout=None if request.timeout is None else _seconds(request.timeout),
+        stt_engine=request.stt_engine,
     )
     loaded = load_suites(list(paths) or ["."], opts)
     specs = plan_runs(loaded, opts)
@@ -258,9 +261,10 @@ async def _run_load(request: LoadRequest) -> LoadResult:
         paths = json.loads((Path(request.resume) / "settings.json").read_text(encoding="utf-8"))[
             "suite_paths"
         ]
-    from tamesu.runner.invocation import check_processes
+    from tamesu.runner.invocation import check_processes, check_stt_engine
 
     check_processes(request.processes, ray=request.ray)
+    check_stt_engine(request.stt_engine)
     loaded, specs, _ = prepare_load(request, paths)
     project = next((s.project for s in loaded if s.project is not None), None)
     project_dir = next((s.project_dir for s in loaded if s.project_dir is not None), None)

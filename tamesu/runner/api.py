@@ -30,6 +30,7 @@ from tamesu.runner.invocation import (
     Reporter,
     RunOptions,
     check_processes,
+    check_stt_engine,
 )
 from tamesu.runner.livekit_serve import LivekitServe, ServedLivekit, serve_livekit
 from tamesu.runner.prepare import load_suites, needs_speech, plan_runs, router_factory
@@ -88,6 +89,7 @@ async def run_async(
     except TypeError as exc:
         raise UsageError(str(exc)) from None
     check_processes(opts.processes, ray=bool(opts.ray or opts.address))
+    check_stt_engine(opts.stt_engine)
     started = time.time()
     redactor = redactor if redactor is not None else Redactor()
     reporter = reporter or Reporter()

@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from tamesu.runner.verdict import TestVerdict
     from tamesu.secrets import Redactor
 
-__all__ = ["Finished", "InvocationResult", "Publisher", "Reporter", "RunOptions", "check_processes"]
+__all__ = [
+    "Finished",
+    "InvocationResult",
+    "Publisher",
+    "Reporter",
+    "RunOptions",
+    "check_processes",
+    "check_stt_engine",
+]
 
 
 @dataclass
@@ -41,6 +49,9 @@ class RunOptions:
     seed: int | None = None
     ray: bool = False
     address: str | None = None
+    stt_engine: str | None = None
+    """The STT engine that hears every call's agent (a registered name: ``whisper``,
+    ``whisper-base``, ``openai``...); None: chosen per line and language."""
     processes: int | str | None = None
     """Worker processes on this machine that run the tests (``auto``: the cores the agent leaves
     free); None or 1: the runs stay in this process."""
@@ -154,3 +165,32 @@ def check_processes(processes: object, *, ray: bool) -> None:
         raise UsageError(
             "--processes runs the tests on this machine; on Ray (--ray, --address) workers are Ray's"
         )
+
+
+def check_stt_engine(name: str | None) -> None:
+    """``--stt-engine`` names a registered STT engine (its models are not loaded here); the hosted
+    ``openai`` one has its key or server."""
+    if name is None:
+        return
+    from tamesu.audio.stt import stt_engines
+    from tamesu.config.errors_map import did_you_mean
+    from tamesu.errors import UsageError
+
+    known = stt_engines.names()
+    if name not in known:
+        near = did_you_mean(name, known)
+        raise UsageError(
+            f"--stt-engine: unknown STT engine {name!r} (known: {', '.join(known)})"
+            + (f"; {near}" if near else "")
+        )
+    if name == "openai":  # the hosted engine needs a key or a server of its own before any call
+        from tamesu.audio.tts.hosted import openai_settings
+        from tamesu.errors import ConfigError
+
+        try:
+            openai_settings(None, None, engine="openai")
+        except ConfigError as exc:
+            raise UsageError(
+                "--stt-engine openai: the hosted engine needs OPENAI_API_KEY (or OPENAI_BASE_URL "
+                "for an OpenAI-compatible server of your own)"
+            ) from exc

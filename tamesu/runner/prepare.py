@@ -73,6 +73,8 @@ def plan_runs(loaded: Sequence[LoadedSuite], opts: RunOptions) -> list[RunSpec]:
         changes["timeout"] = float(opts.timeout)
     if opts.seed is not None:
         changes["seed"] = opts.seed
+    if opts.stt_engine is not None:
+        changes["stt_engine"] = opts.stt_engine
     return [s.evolve(**changes) for s in specs] if changes else specs
 
 
