@@ -26,7 +26,7 @@ __all__ = [
     "EXIT_INFRA",
     "EXIT_NO_TESTS",
     "EXIT_OK",
-    "PROCESSES_HELP",
+    "add_local_run_arguments",
     "add_selection_arguments",
     "fraction",
     "integer",
@@ -129,10 +129,22 @@ def processes(text: str) -> int | str:
         ) from None
 
 
-PROCESSES_HELP = (
-    "worker processes on this machine that run the {what} (auto: the cores the agent leaves free; "
-    "default 1: all in this process)"
-)
+def add_local_run_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--processes`` and ``--stt-engine``: where ``tamesu run`` and ``tamesu load`` run their
+    ``what`` on this machine, and which engine hears the agent."""
+    parser.add_argument(
+        "--processes",
+        type=processes,
+        metavar="N|auto",
+        help=f"worker processes on this machine that run the {what} (auto: the cores the agent "
+        "leaves free; default 1: all in this process)",
+    )
+    parser.add_argument(
+        "--stt-engine",
+        metavar="NAME",
+        help="the STT engine that hears every call's agent: whisper, whisper-base, or openai "
+        "(OPENAI_API_KEY, OPENAI_BASE_URL); default: chosen per line and language",
+    )
 
 
 def _float(text: str, what: str) -> float:

@@ -14,13 +14,12 @@ import argparse
 import sys
 
 from tamesu.commands import (
-    PROCESSES_HELP,
+    add_local_run_arguments,
     add_selection_arguments,
     fraction,
     integer,
     positive_int,
     positive_number,
-    processes,
     split_list,
 )
 
@@ -132,15 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ray", action="store_true", help="run the calls on an embedded local Ray")
     parser.add_argument("--address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)")
-    parser.add_argument(
-        "--processes", type=processes, metavar="N|auto", help=PROCESSES_HELP.format(what="calls")
-    )
-    parser.add_argument(
-        "--stt-engine",
-        metavar="NAME",
-        help="the STT engine that hears every call's agent: whisper, whisper-base, or openai "
-        "(OPENAI_API_KEY, OPENAI_BASE_URL); default: chosen per line and language",
-    )
+    add_local_run_arguments(parser, "calls")
     parser.add_argument(
         "--resume", nargs="?", const=True, default=False, metavar="DIR",
         help="continue an interrupted load test (default: the latest one of these suites)",

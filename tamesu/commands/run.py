@@ -6,11 +6,10 @@ import argparse
 import sys
 
 from tamesu.commands import (
-    PROCESSES_HELP,
+    add_local_run_arguments,
     add_selection_arguments,
     integer,
     positive_int,
-    processes,
     split_list,
 )
 
@@ -52,15 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ray", action="store_true", help="run on an embedded local Ray")
     parser.add_argument("--address", metavar="ADDR", help="run on the Ray cluster at ADDR (implies --ray)")
-    parser.add_argument(
-        "--processes", type=processes, metavar="N|auto", help=PROCESSES_HELP.format(what="tests")
-    )
-    parser.add_argument(
-        "--stt-engine",
-        metavar="NAME",
-        help="the STT engine that hears every call's agent: whisper, whisper-base, or openai "
-        "(OPENAI_API_KEY, OPENAI_BASE_URL); default: chosen per line and language",
-    )
+    add_local_run_arguments(parser, "tests")
     parser.add_argument(
         "--resume",
         nargs="?",
